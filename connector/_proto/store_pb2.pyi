@@ -1,0 +1,210 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CreateScopeRequest(_message.Message):
+    __slots__ = ("scope",)
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    def __init__(self, scope: _Optional[str] = ...) -> None: ...
+
+class CreateScopeResponse(_message.Message):
+    __slots__ = ("scope",)
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    def __init__(self, scope: _Optional[str] = ...) -> None: ...
+
+class CreateStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream", "segment_count")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    segment_count: int
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., segment_count: _Optional[int] = ...) -> None: ...
+
+class DescribeStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ...) -> None: ...
+
+class ScaleStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream", "sealed_segments", "split_count")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SEALED_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    sealed_segments: _containers.RepeatedScalarFieldContainer[int]
+    split_count: int
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., split_count: _Optional[int] = ...) -> None: ...
+
+class SealStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ...) -> None: ...
+
+class SegmentDescription(_message.Message):
+    __slots__ = ("segment", "key_low", "key_high", "epoch", "sealed", "creation_time", "predecessors", "successors")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    KEY_LOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_HIGH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
+    PREDECESSORS_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    key_low: float
+    key_high: float
+    epoch: int
+    sealed: bool
+    creation_time: int
+    predecessors: _containers.RepeatedScalarFieldContainer[str]
+    successors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, segment: _Optional[str] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ..., epoch: _Optional[int] = ..., sealed: bool = ..., creation_time: _Optional[int] = ..., predecessors: _Optional[_Iterable[str]] = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StreamDescription(_message.Message):
+    __slots__ = ("scope", "stream", "epoch", "sealed", "segments")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    epoch: int
+    sealed: bool
+    segments: _containers.RepeatedCompositeFieldContainer[SegmentDescription]
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., epoch: _Optional[int] = ..., sealed: bool = ..., segments: _Optional[_Iterable[_Union[SegmentDescription, _Mapping]]] = ...) -> None: ...
+
+class AppendRequest(_message.Message):
+    __slots__ = ("segment", "writer_id", "first_event_number", "events")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    WRITER_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_EVENT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    writer_id: str
+    first_event_number: int
+    events: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, segment: _Optional[str] = ..., writer_id: _Optional[str] = ..., first_event_number: _Optional[int] = ..., events: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class AppendResponse(_message.Message):
+    __slots__ = ("write_offset", "ingestion_time", "appended", "duplicates")
+    WRITE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    INGESTION_TIME_FIELD_NUMBER: _ClassVar[int]
+    APPENDED_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    write_offset: int
+    ingestion_time: int
+    appended: int
+    duplicates: int
+    def __init__(self, write_offset: _Optional[int] = ..., ingestion_time: _Optional[int] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ...) -> None: ...
+
+class ReadRequest(_message.Message):
+    __slots__ = ("segment", "offset", "max_bytes", "wait_ms", "known_watermark", "has_known_watermark")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    HAS_KNOWN_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    offset: int
+    max_bytes: int
+    wait_ms: int
+    known_watermark: int
+    has_known_watermark: bool
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ..., known_watermark: _Optional[int] = ..., has_known_watermark: bool = ...) -> None: ...
+
+class ReadResponse(_message.Message):
+    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    END_OF_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    offset: int
+    next_offset: int
+    data: bytes
+    watermark: int
+    end_of_segment: bool
+    successors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SegmentInfoRequest(_message.Message):
+    __slots__ = ("segment",)
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    def __init__(self, segment: _Optional[str] = ...) -> None: ...
+
+class SegmentInfo(_message.Message):
+    __slots__ = ("segment", "creation_time", "last_write_time", "write_offset", "sealed", "watermark", "key_low", "key_high")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITE_TIME_FIELD_NUMBER: _ClassVar[int]
+    WRITE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    KEY_LOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_HIGH_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    creation_time: int
+    last_write_time: int
+    write_offset: int
+    sealed: bool
+    watermark: int
+    key_low: float
+    key_high: float
+    def __init__(self, segment: _Optional[str] = ..., creation_time: _Optional[int] = ..., last_write_time: _Optional[int] = ..., write_offset: _Optional[int] = ..., sealed: bool = ..., watermark: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ...) -> None: ...
+
+class GetStateRequest(_message.Message):
+    __slots__ = ("key",)
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    def __init__(self, key: _Optional[str] = ...) -> None: ...
+
+class StateValue(_message.Message):
+    __slots__ = ("key", "value", "revision", "server_time")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SERVER_TIME_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: bytes
+    revision: int
+    server_time: int
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ..., revision: _Optional[int] = ..., server_time: _Optional[int] = ...) -> None: ...
+
+class CompareAndSetStateRequest(_message.Message):
+    __slots__ = ("key", "expected_revision", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    expected_revision: int
+    value: bytes
+    def __init__(self, key: _Optional[str] = ..., expected_revision: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class CompareAndSetStateResponse(_message.Message):
+    __slots__ = ("written", "current")
+    WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    written: bool
+    current: StateValue
+    def __init__(self, written: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...

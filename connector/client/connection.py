@@ -1,0 +1,244 @@
+"""A connection to a store server: one gRPC channel and typed calls.
+
+Status codes come back as the domain errors of :mod:`connector.errors`.
+Calls that are safe to repeat (reads, descriptions, appends, which the store
+deduplicates by writer id and event number) are retried while the server is
+unreachable, up to ``retry_timeout_s``; then :class:`StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from connector._proto import store_pb2 as _pb
+from connector._proto import store_pb2_grpc as _pb_grpc
+from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    SegmentSealedError,
+    StoreUnavailableError,
+    TidemarkError,
+)
+from connector.model import (
+    AppendResult,
+    ReadResult,
+    SegmentDescription,
+    SegmentInfo,
+    StateValue,
+    StreamDescription,
+)
+
+__all__ = ["StoreClient", "parse_uri"]
+
+_T = TypeVar("_T")
+
+_ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
+    grpc.StatusCode.NOT_FOUND: NotFoundError,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExistsError,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    grpc.StatusCode.UNAVAILABLE: StoreUnavailableError,
+}
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+def parse_uri(uri: str) -> str:
+    """The ``host:port`` of ``tidemark://host:port`` (or of a bare ``host:port``)."""
+    address = uri.removeprefix("tidemark://") if isinstance(uri, str) else ""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        msg = f"invalid store uri {uri!r}: expected 'tidemark://host:port'"
+        raise InvalidArgumentError(msg)
+    return address
+
+
+def _domain_error(error: grpc.RpcError) -> TidemarkError:
+    code = error.code()
+    details = error.details() or code.name
+    kinds = [v for k, v in (error.trailing_metadata() or ()) if k == ERROR_KIND_KEY]
+    if kinds == [SegmentSealedError.__name__]:
+        return SegmentSealedError(details)
+    return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
+
+
+class StoreClient:
+    """Typed calls to one store server; thread-safe, close it when done."""
+
+    def __init__(self, uri: str, retry_timeout_s: float = 30.0, call_timeout_s: float = 60.0):
+        self.uri = uri
+        self._channel = grpc.insecure_channel(parse_uri(uri), options=GRPC_OPTIONS)
+        self._stub = _pb_grpc.SegmentStoreStub(self._channel)
+        self._retry_timeout_s = retry_timeout_s
+        self._call_timeout_s = call_timeout_s
+        self._closed = False
+
+    def _invoke(self, call: Callable[..., _T], request: Any, retry: bool, wait_s: float = 0) -> _T:
+        deadline = time.monotonic() + self._retry_timeout_s
+        pause = 0.05
+        while True:
+            try:
+                return call(request, timeout=self._call_timeout_s + wait_s)
+            except grpc.RpcError as error:
+                if not (retry and error.code() in _RETRYABLE) or time.monotonic() >= deadline:
+                    raise _domain_error(error) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    # --- streams --------------------------------------------------------------
+
+    def create_scope(self, scope: str) -> None:
+        """Creates a scope; AlreadyExistsError when it exists."""
+        self._invoke(self._stub.CreateScope, _pb.CreateScopeRequest(scope=scope), retry=False)
+
+    def create_stream(self, scope: str, stream: str, segment_count: int = 1) -> StreamDescription:
+        """Creates a stream of ``segment_count`` segments."""
+        request = _pb.CreateStreamRequest(scope=scope, stream=stream, segment_count=segment_count)
+        return _stream(self._invoke(self._stub.CreateStream, request, retry=False))
+
+    def describe_stream(self, scope: str, stream: str) -> StreamDescription:
+        """Every segment of the stream."""
+        request = _pb.DescribeStreamRequest(scope=scope, stream=stream)
+        return _stream(self._invoke(self._stub.DescribeStream, request, retry=True))
+
+    def scale_stream(
+        self, scope: str, stream: str, sealed_segments: Sequence[int], split_count: int = 0
+    ) -> StreamDescription:
+        """Splits one segment (``split_count`` >= 2) or merges adjacent ones (0)."""
+        request = _pb.ScaleStreamRequest(
+            scope=scope, stream=stream, sealed_segments=list(sealed_segments), split_count=split_count
+        )
+        return _stream(self._invoke(self._stub.ScaleStream, request, retry=False))
+
+    def seal_stream(self, scope: str, stream: str) -> StreamDescription:
+        """Seals every open segment of the stream."""
+        request = _pb.SealStreamRequest(scope=scope, stream=stream)
+        return _stream(self._invoke(self._stub.SealStream, request, retry=False))
+
+    # --- segments -------------------------------------------------------------
+
+    def append(
+        self, segment: str, writer_id: str, first_event_number: int, events: Sequence[bytes]
+    ) -> AppendResult:
+        """Appends a batch; durable on return. Retried safely (the store deduplicates)."""
+        request = _pb.AppendRequest(
+            segment=segment,
+            writer_id=writer_id,
+            first_event_number=first_event_number,
+            events=events,
+        )
+        response = self._invoke(self._stub.AppendEvents, request, retry=True)
+        return AppendResult(
+            response.write_offset, response.ingestion_time, response.appended, response.duplicates
+        )
+
+    def read(
+        self,
+        segment: str,
+        offset: int,
+        max_bytes: int = 1024 * 1024,
+        wait_ms: int = 0,
+        known_watermark: int | None = None,
+    ) -> ReadResult:
+        """Reads whole events from ``offset``; see :meth:`SegmentStore.read`."""
+        request = _pb.ReadRequest(
+            segment=segment,
+            offset=offset,
+            max_bytes=max_bytes,
+            wait_ms=wait_ms,
+            known_watermark=known_watermark or 0,
+            has_known_watermark=known_watermark is not None,
+        )
+        response = self._invoke(self._stub.ReadSegment, request, retry=True, wait_s=wait_ms / 1000)
+        return ReadResult(
+            segment=response.segment,
+            offset=response.offset,
+            next_offset=response.next_offset,
+            data=response.data,
+            watermark=response.watermark,
+            end_of_segment=response.end_of_segment,
+            successors=tuple(response.successors),
+        )
+
+    def segment_info(self, segment: str) -> SegmentInfo:
+        """A segment's attributes."""
+        response = self._invoke(
+            self._stub.GetSegmentInfo, _pb.SegmentInfoRequest(segment=segment), retry=True
+        )
+        return SegmentInfo(
+            segment=response.segment,
+            creation_time=response.creation_time,
+            last_write_time=response.last_write_time,
+            write_offset=response.write_offset,
+            sealed=response.sealed,
+            watermark=response.watermark,
+            key_low=response.key_low,
+            key_high=response.key_high,
+        )
+
+    # --- state ----------------------------------------------------------------
+
+    def get_state(self, key: str) -> StateValue:
+        """The value under ``key`` (revision 0: none)."""
+        return _state(self._invoke(self._stub.GetState, _pb.GetStateRequest(key=key), retry=True))
+
+    def compare_and_set_state(
+        self, key: str, expected_revision: int, value: bytes
+    ) -> tuple[bool, StateValue]:
+        """Writes ``value`` if the revision is ``expected_revision``; returns (written, current)."""
+        request = _pb.CompareAndSetStateRequest(
+            key=key, expected_revision=expected_revision, value=value
+        )
+        response = self._invoke(self._stub.CompareAndSetState, request, retry=False)
+        return response.written, _state(response.current)
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the channel; closing twice is harmless."""
+        if not self._closed:
+            self._closed = True
+            self._channel.close()
+
+    def __enter__(self) -> StoreClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"StoreClient(uri={self.uri!r})"
+
+
+def _stream(message: Any) -> StreamDescription:
+    return StreamDescription(
+        scope=message.scope,
+        stream=message.stream,
+        epoch=message.epoch,
+        sealed=message.sealed,
+        segments=tuple(
+            SegmentDescription(
+                segment=s.segment,
+                key_low=s.key_low,
+                key_high=s.key_high,
+                epoch=s.epoch,
+                sealed=s.sealed,
+                creation_time=s.creation_time,
+                predecessors=tuple(s.predecessors),
+                successors=tuple(s.successors),
+            )
+            for s in message.segments
+        ),
+    )
+
+
+def _state(message: Any) -> StateValue:
+    return StateValue(message.key, message.value, message.revision, message.server_time)

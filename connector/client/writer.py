@@ -1,0 +1,152 @@
+"""The event writer: routes events to segments, batches them, survives scaling."""
+
+from __future__ import annotations
+
+import uuid
+from bisect import bisect_right
+from typing import Any, Generic, TypeVar
+
+from connector.client.connection import StoreClient
+from connector.client.routing import key_position
+from connector.client.serializers import Serializer
+from connector.errors import InvalidArgumentError, SegmentSealedError, TidemarkError
+from connector.model import SegmentDescription
+from connector.names import StreamId
+
+__all__ = ["EventWriter", "WriterConfig"]
+
+T = TypeVar("T")
+
+
+class WriterConfig:
+    """Batching limits of an :class:`EventWriter`.
+
+    Attributes:
+        max_batch_bytes: a segment's batch is sent once it holds this much.
+        max_batch_events: ... or this many events.
+    """
+
+    def __init__(self, max_batch_bytes: int = 1024 * 1024, max_batch_events: int = 20_000):
+        if max_batch_bytes <= 0 or max_batch_events <= 0:
+            msg = f"batch limits must be > 0, got {max_batch_bytes!r} bytes, {max_batch_events!r} events"
+            raise InvalidArgumentError(msg)
+        self.max_batch_bytes = max_batch_bytes
+        self.max_batch_events = max_batch_events
+
+    def __repr__(self) -> str:
+        return f"WriterConfig({self.max_batch_bytes}, {self.max_batch_events})"
+
+
+class _Batch:
+    __slots__ = ("events", "positions", "size")
+
+    def __init__(self) -> None:
+        self.events: list[bytes] = []
+        self.positions: list[float] = []
+        self.size = 0
+
+
+class EventWriter(Generic[T]):
+    """Writes events of one stream.
+
+    Events with the same routing key go to the same segment and are stored in
+    the order written, across scaling: when a segment is found sealed, its
+    unsent events move to the successor that owns their key. Events are
+    durable once :meth:`flush` (or :meth:`close`) returns.
+
+    The writer id names one sequence of events per segment, numbered from 0.
+    A new writer with the id of an old one replays that sequence: events the
+    store already has are skipped, so a retried task never appends twice.
+    """
+
+    def __init__(
+        self,
+        client: StoreClient,
+        stream: str | StreamId,
+        serializer: Serializer[T],
+        writer_id: str | None = None,
+        config: WriterConfig | None = None,
+    ):
+        self._client = client
+        self.stream = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
+        self._serializer = serializer
+        self.writer_id = writer_id or f"writer-{uuid.uuid4()}"
+        self._config = config or WriterConfig()
+        self._batches: dict[str, _Batch] = {}
+        self._next_number: dict[str, int] = {}
+        self._segments: list[SegmentDescription] = []
+        self._lows: list[float] = []
+        self._closed = False
+        self._refresh()
+
+    def write_event(self, event: T, routing_key: str | None = None) -> None:
+        """Queues ``event``; may send a full batch (blocking until durable)."""
+        if self._closed:
+            msg = f"writer {self.writer_id!r} is closed"
+            raise TidemarkError(msg)
+        self._queue(self._serializer.serialize(event), key_position(routing_key))
+
+    def flush(self) -> None:
+        """Sends every queued event; returns once all are durable."""
+        while self._batches:
+            segment = next(iter(self._batches))
+            self._send(segment)
+
+    def close(self) -> None:
+        """Flushes and closes; closing twice is harmless."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+    def __enter__(self) -> EventWriter[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventWriter(stream={str(self.stream)!r}, writer_id={self.writer_id!r})"
+
+    # --- internals ------------------------------------------------------------
+
+    def _queue(self, data: bytes, position: float) -> None:
+        segment = self._segments[bisect_right(self._lows, position) - 1].segment
+        batch = self._batches.get(segment)
+        if batch is None:
+            batch = self._batches[segment] = _Batch()
+        batch.events.append(data)
+        batch.positions.append(position)
+        batch.size += len(data)
+        config = self._config
+        if batch.size >= config.max_batch_bytes or len(batch.events) >= config.max_batch_events:
+            self._send(segment)
+
+    def _send(self, segment: str) -> None:
+        batch = self._batches.pop(segment)
+        first = self._next_number.get(segment, 0)
+        try:
+            self._client.append(segment, self.writer_id, first, batch.events)
+        except SegmentSealedError:
+            self._reroute_after_scaling(batch)
+            return
+        self._next_number[segment] = first + len(batch.events)
+
+    def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:
+        """Moves the events of every segment no longer open to the successors owning their keys."""
+        self._refresh()
+        open_names = {s.segment for s in self._segments}
+        stranded = [sealed_batch] + [
+            self._batches.pop(name) for name in list(self._batches) if name not in open_names
+        ]
+        for batch in stranded:
+            for data, position in zip(batch.events, batch.positions, strict=True):
+                self._queue(data, position)
+
+    def _refresh(self) -> None:
+        description = self._client.describe_stream(self.stream.scope, self.stream.stream)
+        self._segments = list(description.open_segments)
+        if not self._segments:
+            msg = f"stream {str(self.stream)!r} is sealed: it takes no more events"
+            raise TidemarkError(msg)
+        self._lows = [s.key_low for s in self._segments]
+

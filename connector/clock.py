@@ -1,0 +1,61 @@
+"""Clocks: where the store and the readers get the time from.
+
+Every component takes a :class:`Clock` instead of reading the wall clock, so
+tests drive time with a :class:`ManualClock` and stay deterministic.
+Times are epoch milliseconds (int), as in Flink and Pravega.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Clock", "ManualClock", "SystemClock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """A source of the current time in epoch milliseconds."""
+
+    def now_ms(self) -> int:
+        """Returns the current time; it may stall or step back (callers cope)."""
+        ...
+
+
+class SystemClock:
+    """The wall clock."""
+
+    def now_ms(self) -> int:
+        """Returns ``time.time()`` in whole milliseconds."""
+        return time.time_ns() // 1_000_000
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class ManualClock:
+    """A synthetic clock that moves only when told to; safe across threads."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000):
+        self._now = start_ms
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> int:
+        """Returns the time last set."""
+        with self._lock:
+            return self._now
+
+    def advance(self, delta_ms: int) -> int:
+        """Moves the clock by ``delta_ms`` (negative steps back) and returns the new time."""
+        with self._lock:
+            self._now += delta_ms
+            return self._now
+
+    def set(self, now_ms: int) -> None:
+        """Sets the clock to ``now_ms``, forwards or back."""
+        with self._lock:
+            self._now = now_ms
+
+    def __repr__(self) -> str:
+        return f"ManualClock(now_ms={self.now_ms()})"

@@ -1,0 +1,60 @@
+"""The exceptions Tidemark raises: one base class, one subclass per domain outcome.
+
+The server maps each to a gRPC status code and the client maps the code back,
+so callers catch the same classes whether the store is local or remote.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyExistsError",
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "ResourceExhaustedError",
+    "SegmentSealedError",
+    "StoreUnavailableError",
+    "TidemarkError",
+]
+
+
+class TidemarkError(Exception):
+    """Base class of every error Tidemark raises on purpose."""
+
+
+class InvalidArgumentError(TidemarkError, ValueError):
+    """A request is malformed: a bad name, offset, count or option value."""
+
+
+class NotFoundError(TidemarkError, LookupError):
+    """A scope, stream, segment or state key does not exist."""
+
+
+class AlreadyExistsError(TidemarkError):
+    """A scope or stream with that name exists already."""
+
+
+class FailedPreconditionError(TidemarkError):
+    """The request is well formed but the store's state does not allow it."""
+
+
+class SegmentSealedError(FailedPreconditionError):
+    """An append or scale named a segment that is sealed.
+
+    Attributes:
+        segment: the sealed segment's name.
+        successors: the segments that took over its key range (may be empty).
+    """
+
+    def __init__(self, message: str, segment: str = "", successors: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.segment = segment
+        self.successors = successors
+
+
+class ResourceExhaustedError(TidemarkError):
+    """A request exceeds a limit, such as the maximum event size."""
+
+
+class StoreUnavailableError(TidemarkError, ConnectionError):
+    """The store server cannot be reached or is shutting down."""

@@ -1,0 +1,115 @@
+"""Value types shared by the store, the server and the client.
+
+All are frozen dataclasses; times are epoch milliseconds on the store's
+ingestion clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AppendResult",
+    "ReadResult",
+    "SegmentDescription",
+    "SegmentInfo",
+    "StateValue",
+    "StreamDescription",
+]
+
+
+@dataclass(frozen=True)
+class SegmentDescription:
+    """A segment of a stream: its key range ``[key_low, key_high)`` and lineage."""
+
+    segment: str
+    key_low: float
+    key_high: float
+    epoch: int
+    sealed: bool
+    creation_time: int
+    predecessors: tuple[str, ...] = ()
+    successors: tuple[str, ...] = ()
+
+    def owns(self, key: float) -> bool:
+        """Whether routing key position ``key`` falls in this segment's range."""
+        return self.key_low <= key < self.key_high
+
+
+@dataclass(frozen=True)
+class StreamDescription:
+    """Every segment a stream ever had; the open ones form the current epoch."""
+
+    scope: str
+    stream: str
+    epoch: int
+    sealed: bool
+    segments: tuple[SegmentDescription, ...]
+
+    @property
+    def open_segments(self) -> tuple[SegmentDescription, ...]:
+        """The segments of the current epoch, ordered by key range."""
+        return tuple(sorted((s for s in self.segments if not s.sealed), key=lambda s: s.key_low))
+
+    @property
+    def initial_segments(self) -> tuple[SegmentDescription, ...]:
+        """The segments the stream was created with (epoch 0)."""
+        return tuple(s for s in self.segments if s.epoch == 0)
+
+    def segment(self, name: str) -> SegmentDescription:
+        """The description of segment ``name``; raises KeyError when absent."""
+        for description in self.segments:
+            if description.segment == name:
+                return description
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """The outcome of an append, returned once the appended events are durable."""
+
+    write_offset: int
+    ingestion_time: int
+    appended: int
+    duplicates: int
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Whole framed events from ``offset`` to ``next_offset``.
+
+    ``watermark`` holds after the data: no event at or beyond ``next_offset``
+    (nor in a successor) has an ingestion time at or before it.
+    """
+
+    segment: str
+    offset: int
+    next_offset: int
+    data: bytes
+    watermark: int
+    end_of_segment: bool
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """A segment's attributes."""
+
+    segment: str
+    creation_time: int
+    last_write_time: int
+    write_offset: int
+    sealed: bool
+    watermark: int
+    key_low: float
+    key_high: float
+
+
+@dataclass(frozen=True)
+class StateValue:
+    """A durable value with a revision; revision 0 means no value is stored."""
+
+    key: str
+    value: bytes
+    revision: int
+    server_time: int

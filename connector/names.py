@@ -1,0 +1,90 @@
+"""Names of scopes, streams and segments, and their validation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from connector.errors import InvalidArgumentError
+
+__all__ = ["SegmentId", "StreamId", "validate_name"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def validate_name(kind: str, name: str) -> str:
+    """Returns ``name`` if it is a valid scope or stream name, else raises.
+
+    A valid name is 1 to 100 characters of letters, digits, ``_``, ``.`` and
+    ``-``, starting with a letter or digit.
+
+    Raises:
+        InvalidArgumentError: naming the kind and the bad value.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        msg = (
+            f"invalid {kind} name {name!r}: use 1 to 100 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+        raise InvalidArgumentError(msg)
+    return name
+
+
+@dataclass(frozen=True, order=True)
+class StreamId:
+    """A stream's qualified name, ``scope/stream``."""
+
+    scope: str
+    stream: str
+
+    def __post_init__(self) -> None:
+        validate_name("scope", self.scope)
+        validate_name("stream", self.stream)
+
+    @classmethod
+    def parse(cls, text: str) -> StreamId:
+        """Parses ``"scope/stream"``."""
+        parts = text.split("/") if isinstance(text, str) else []
+        if len(parts) != 2:
+            msg = f"invalid stream {text!r}: expected 'scope/stream'"
+            raise InvalidArgumentError(msg)
+        return cls(parts[0], parts[1])
+
+    def segment(self, number: int) -> SegmentId:
+        """The id of this stream's segment ``number``."""
+        return SegmentId(self.scope, self.stream, number)
+
+    def __str__(self) -> str:
+        return f"{self.scope}/{self.stream}"
+
+
+@dataclass(frozen=True, order=True)
+class SegmentId:
+    """A segment's qualified name, ``scope/stream/number``."""
+
+    scope: str
+    stream: str
+    number: int
+
+    @classmethod
+    def parse(cls, text: str) -> SegmentId:
+        """Parses ``"scope/stream/number"``.
+
+        Raises:
+            InvalidArgumentError: when ``text`` is not of that form.
+        """
+        parts = text.split("/") if isinstance(text, str) else []
+        if len(parts) != 3 or not parts[2].isdigit():
+            msg = f"invalid segment {text!r}: expected 'scope/stream/number'"
+            raise InvalidArgumentError(msg)
+        validate_name("scope", parts[0])
+        validate_name("stream", parts[1])
+        return cls(parts[0], parts[1], int(parts[2]))
+
+    @property
+    def stream_id(self) -> StreamId:
+        """The stream this segment belongs to."""
+        return StreamId(self.scope, self.stream)
+
+    def __str__(self) -> str:
+        return f"{self.scope}/{self.stream}/{self.number}"

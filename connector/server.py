@@ -1,0 +1,308 @@
+"""The store served over gRPC: a thin servicer over :class:`SegmentStore`.
+
+    python -m connector.server --data-dir DIR --listen 127.0.0.1:PORT
+    tidemark-server --data-dir DIR --listen 127.0.0.1:0
+
+The servicer converts messages to domain calls and domain errors to status
+codes; it holds no state of its own. SIGTERM and SIGINT stop it cleanly:
+in-flight calls finish, then the store closes its files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any, TypeVar
+
+import grpc
+
+from connector._proto import store_pb2 as _pb
+from connector._proto import store_pb2_grpc as _pb_grpc
+from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS
+from connector.clock import Clock, SystemClock
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    StoreUnavailableError,
+    TidemarkError,
+)
+from connector.model import SegmentDescription, StateValue, StreamDescription
+from connector.store import SegmentStore, StoreConfig
+
+__all__ = ["SegmentStoreServicer", "StoreServer", "main", "status_of"]
+
+_log = logging.getLogger("connector.server")
+
+_STATUS_OF_ERROR: list[tuple[type[TidemarkError], grpc.StatusCode]] = [
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
+]
+
+_Response = TypeVar("_Response")
+
+
+def status_of(error: TidemarkError) -> grpc.StatusCode:
+    """The gRPC status code a domain error is reported with."""
+    for error_type, code in _STATUS_OF_ERROR:
+        if isinstance(error, error_type):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def _call(context: grpc.ServicerContext, work: Callable[[], _Response]) -> _Response:
+    try:
+        return work()
+    except TidemarkError as error:
+        context.set_trailing_metadata(((ERROR_KIND_KEY, type(error).__name__),))
+        context.abort(status_of(error), str(error))
+        raise  # unreachable: abort raises
+
+
+def _stream_message(description: StreamDescription) -> _pb.StreamDescription:
+    return _pb.StreamDescription(
+        scope=description.scope,
+        stream=description.stream,
+        epoch=description.epoch,
+        sealed=description.sealed,
+        segments=[_segment_message(s) for s in description.segments],
+    )
+
+
+def _segment_message(description: SegmentDescription) -> _pb.SegmentDescription:
+    return _pb.SegmentDescription(
+        segment=description.segment,
+        key_low=description.key_low,
+        key_high=description.key_high,
+        epoch=description.epoch,
+        sealed=description.sealed,
+        creation_time=description.creation_time,
+        predecessors=description.predecessors,
+        successors=description.successors,
+    )
+
+
+def _state_message(value: StateValue) -> _pb.StateValue:
+    return _pb.StateValue(
+        key=value.key, value=value.value, revision=value.revision, server_time=value.server_time
+    )
+
+
+class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
+    """Answers the SegmentStore service from a :class:`SegmentStore`."""
+
+    def __init__(self, store: SegmentStore):
+        self._store = store
+
+    def CreateScope(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        _call(context, lambda: self._store.create_scope(request.scope))
+        return _pb.CreateScopeResponse(scope=request.scope)
+
+    def CreateStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _stream_message(
+            _call(
+                context,
+                lambda: self._store.create_stream(
+                    request.scope, request.stream, request.segment_count
+                ),
+            )
+        )
+
+    def DescribeStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _stream_message(
+            _call(context, lambda: self._store.describe_stream(request.scope, request.stream))
+        )
+
+    def ScaleStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _stream_message(
+            _call(
+                context,
+                lambda: self._store.scale_stream(
+                    request.scope, request.stream, list(request.sealed_segments), request.split_count
+                ),
+            )
+        )
+
+    def SealStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _stream_message(
+            _call(context, lambda: self._store.seal_stream(request.scope, request.stream))
+        )
+
+    def AppendEvents(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        result = _call(
+            context,
+            lambda: self._store.append(
+                request.segment, request.writer_id, request.first_event_number, request.events
+            ),
+        )
+        return _pb.AppendResponse(
+            write_offset=result.write_offset,
+            ingestion_time=result.ingestion_time,
+            appended=result.appended,
+            duplicates=result.duplicates,
+        )
+
+    def ReadSegment(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        known = request.known_watermark if request.has_known_watermark else None
+        result = _call(
+            context,
+            lambda: self._store.read(
+                request.segment, request.offset, request.max_bytes, request.wait_ms, known
+            ),
+        )
+        return _pb.ReadResponse(
+            segment=result.segment,
+            offset=result.offset,
+            next_offset=result.next_offset,
+            data=result.data,
+            watermark=result.watermark,
+            end_of_segment=result.end_of_segment,
+            successors=result.successors,
+        )
+
+    def GetSegmentInfo(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        info = _call(context, lambda: self._store.segment_info(request.segment))
+        return _pb.SegmentInfo(
+            segment=info.segment,
+            creation_time=info.creation_time,
+            last_write_time=info.last_write_time,
+            write_offset=info.write_offset,
+            sealed=info.sealed,
+            watermark=info.watermark,
+            key_low=info.key_low,
+            key_high=info.key_high,
+        )
+
+    def GetState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _state_message(_call(context, lambda: self._store.get_state(request.key)))
+
+    def CompareAndSetState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        written, current = _call(
+            context,
+            lambda: self._store.compare_and_set_state(
+                request.key, request.expected_revision, request.value
+            ),
+        )
+        return _pb.CompareAndSetStateResponse(written=written, current=_state_message(current))
+
+
+class StoreServer:
+    """A store and the gRPC server answering for it; a context manager.
+
+    ``uri`` (``tidemark://host:port``) is valid once the server has started.
+    Stopping lets in-flight calls finish (up to ``grace_s``) before the store
+    closes; stopping twice is harmless.
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        listen: str = "127.0.0.1:0",
+        max_workers: int = 32,
+    ):
+        self.store = SegmentStore(config)
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidemark-rpc"),
+            options=GRPC_OPTIONS,
+        )
+        _pb_grpc.add_SegmentStoreServicer_to_server(SegmentStoreServicer(self.store), self._server)
+        host = listen.rsplit(":", 1)[0]
+        port = self._server.add_insecure_port(listen)
+        if port == 0:
+            self.store.close()
+            msg = f"cannot listen on {listen!r}"
+            raise InvalidArgumentError(msg)
+        self.address = f"{host}:{port}"
+        self.uri = f"tidemark://{self.address}"
+        self._stopped = False
+
+    def start(self) -> StoreServer:
+        """Starts answering calls; returns self."""
+        self._server.start()
+        _log.info("serving %s from %s", self.uri, self.store.config.data_dir)
+        return self
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Stops serving and closes the store."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._server.stop(grace_s).wait()
+        self.store.close()
+        _log.info("stopped %s", self.uri)
+
+    def wait(self) -> None:
+        """Blocks until the server stops."""
+        self._server.wait_for_termination()
+
+    def __enter__(self) -> StoreServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"StoreServer(uri={self.uri!r})"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tidemark-server", description="Serve a Tidemark store.")
+    parser.add_argument("--data-dir", required=True, help="where the store keeps its files")
+    parser.add_argument("--listen", default="127.0.0.1:7070", help="host:port (port 0: any free)")
+    parser.add_argument(
+        "--max-watermark-lag-ms",
+        type=int,
+        default=10_000,
+        help="idle segments get a watermark tick after this long (default 10000)",
+    )
+    parser.add_argument(
+        "--polling-period-ms",
+        type=int,
+        default=1_000,
+        help="how often idle segments are looked for (default 1000)",
+    )
+    parser.add_argument(
+        "--max-event-size", type=int, default=1024 * 1024, help="bytes (default 1 MiB)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
+    """Runs the server until SIGTERM or SIGINT."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = StoreConfig(
+        data_dir=args.data_dir,
+        clock=clock or SystemClock(),
+        max_watermark_lag_ms=args.max_watermark_lag_ms,
+        polling_period_ms=args.polling_period_ms,
+        max_event_size=args.max_event_size,
+    )
+    server = StoreServer(config, listen=args.listen).start()
+    print(f"listening on {server.address}", flush=True)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        _log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    stop.wait()
+    server.stop()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""The segment store: durable segments with ingestion-time watermarks (PDP 26)."""
+
+from connector.store.store import SegmentStore, StoreConfig
+
+__all__ = ["SegmentStore", "StoreConfig"]

@@ -1,0 +1,160 @@
+"""One segment: its data file, attributes, watermark index and writer numbers.
+
+A segment has two views. The sequencer thread, the only writer, works on the
+*pending* fields while it prepares a group of operations; once the group is
+durable it *publishes*, and only then do readers see the new data, watermark
+or seal. Readers take ``changed`` (a condition) to read the published fields
+and wait on it at the tail.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from connector.framing import HEADER
+from connector.model import SegmentInfo
+from connector.store.watermark_index import WatermarkIndex
+
+__all__ = ["Segment", "SegmentSnapshot"]
+
+
+@dataclass(frozen=True)
+class SegmentSnapshot:
+    """The published state a read works from."""
+
+    committed_end: int
+    watermark: int
+    sealed: bool
+
+
+class Segment:
+    """A segment's files and state; see the module docstring for who touches what."""
+
+    def __init__(
+        self,
+        name: str,
+        number: int,
+        key_low: float,
+        key_high: float,
+        epoch: int,
+        creation_time: int,
+        predecessors: tuple[str, ...],
+        data_path: str,
+    ):
+        self.name = name
+        self.number = number
+        self.key_low = key_low
+        self.key_high = key_high
+        self.epoch = epoch
+        self.creation_time = creation_time
+        self.predecessors = predecessors
+        self.successors: tuple[str, ...] = ()
+        self.changed = threading.Condition()
+        # Published: read under `changed`.
+        self.sealed = False
+        self.committed_end = 0
+        self.last_write_time = creation_time
+        self.index = WatermarkIndex(creation_time)
+        # Pending: the sequencer's own view.
+        self.pending_end = 0
+        self.pending_time = creation_time
+        self.pending_sealed = False
+        self.writer_numbers: dict[str, int] = {}
+        self.data_path = data_path
+        self._write_fd = os.open(data_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._read_fd = os.open(data_path, os.O_RDONLY)
+        self.dirty = False
+
+    # --- the sequencer's side -------------------------------------------------
+
+    def next_time(self, now_ms: int) -> int:
+        """The time of the next temporal operation: strictly after the last one."""
+        self.pending_time = max(now_ms, self.pending_time + 1)
+        return self.pending_time
+
+    def write(self, frames: bytes) -> int:
+        """Appends framed events to the data file (not yet durable); returns the new end."""
+        os.write(self._write_fd, frames)
+        self.pending_end += len(frames)
+        self.dirty = True
+        return self.pending_end
+
+    def sync(self) -> None:
+        """Makes the written data durable."""
+        if self.dirty:
+            os.fdatasync(self._write_fd)
+            self.dirty = False
+
+    def publish(self, end: int, time_ms: int, sealed: bool = False) -> None:
+        """Makes data up to ``end`` and the operation at ``time_ms`` visible to readers."""
+        with self.changed:
+            self.committed_end = end
+            self.last_write_time = time_ms
+            self.index.record(end - 1, time_ms - 1)
+            self.sealed = self.sealed or sealed
+            self.changed.notify_all()
+
+    def truncate_to(self, end: int) -> None:
+        """Cuts the data file to ``end`` (recovery: drops an unacknowledged tail)."""
+        os.ftruncate(self._write_fd, end)
+        os.fsync(self._write_fd)
+
+    def data_size(self) -> int:
+        """The data file's current size in bytes."""
+        return os.fstat(self._read_fd).st_size
+
+    # --- the readers' side ----------------------------------------------------
+
+    def snapshot(self) -> SegmentSnapshot:
+        """The published end, tail watermark and seal, read consistently."""
+        with self.changed:
+            return SegmentSnapshot(self.committed_end, self.index.latest, self.sealed)
+
+    def read_bytes(self, start: int, stop: int) -> bytes:
+        """Reads the data file between two offsets."""
+        return os.pread(self._read_fd, stop - start, start)
+
+    def frame_boundary_at_or_after(self, offset: int, limit: int) -> list[int]:
+        """Frame starts from the known boundary before ``offset`` up to ``limit``.
+
+        Scans frame headers from the nearest boundary the index knows, so the
+        cost is bounded by one append batch.
+        """
+        with self.changed:
+            start = self.index.boundary_at_or_before(offset)
+        boundaries = [start]
+        pos = start
+        while pos < limit:
+            header = os.pread(self._read_fd, HEADER.size, pos)
+            if len(header) < HEADER.size:
+                break
+            pos += HEADER.size + HEADER.unpack(header)[0]
+            boundaries.append(pos)
+        return boundaries
+
+    def info(self) -> SegmentInfo:
+        """The segment's published attributes."""
+        with self.changed:
+            return SegmentInfo(
+                segment=self.name,
+                creation_time=self.creation_time,
+                last_write_time=self.last_write_time,
+                write_offset=self.committed_end,
+                sealed=self.sealed,
+                watermark=self.index.latest,
+                key_low=self.key_low,
+                key_high=self.key_high,
+            )
+
+    def close(self) -> None:
+        """Closes the files; closing twice is harmless."""
+        for attr in ("_write_fd", "_read_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
+
+    def __repr__(self) -> str:
+        return f"Segment({self.name!r}, end={self.committed_end}, sealed={self.sealed})"

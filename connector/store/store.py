@@ -1,0 +1,774 @@
+"""The segment store: streams of segments, ingestion time, durability.
+
+Every change goes through one *sequencer* thread, which serializes the
+operations of all segments, stamps temporal operations with the ingestion
+clock and commits them in groups: the data of every append in a group is
+written, every touched data file is fsynced, then the group's journal records
+are written and fsynced once, and only then are the changes published to
+readers and the callers answered. An acknowledged append is therefore durable,
+and a reader never sees data a crash could take back.
+
+Lock order: the store's ``_meta_lock`` before a segment's ``changed``; the
+sequencer holds neither while it does I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from connector.clock import Clock, SystemClock
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    SegmentSealedError,
+    StoreUnavailableError,
+    TidemarkError,
+)
+from connector.framing import HEADER, encode_frames
+from connector.model import (
+    AppendResult,
+    ReadResult,
+    SegmentDescription,
+    SegmentInfo,
+    StateValue,
+    StreamDescription,
+)
+from connector.names import SegmentId, validate_name
+from connector.store.journal import Journal
+from connector.store.segment import Segment
+
+__all__ = ["SegmentStore", "StoreConfig"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_SEGMENTS_PER_SCALE = 64
+_MAX_GROUP = 4096
+_Publish = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """How a store behaves.
+
+    Attributes:
+        data_dir: where the journal and the segments' data files live.
+        clock: the ingestion clock's source of time.
+        max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
+        polling_period_ms: how often the idle advancer looks; None disables it.
+        max_event_size: the largest event accepted, in bytes.
+    """
+
+    data_dir: str
+    clock: Clock = field(default_factory=SystemClock)
+    max_watermark_lag_ms: int = 10_000
+    polling_period_ms: int | None = 1_000
+    max_event_size: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.max_watermark_lag_ms < 0:
+            msg = f"max_watermark_lag_ms must be >= 0, got {self.max_watermark_lag_ms!r}"
+            raise InvalidArgumentError(msg)
+        if self.polling_period_ms is not None and self.polling_period_ms <= 0:
+            msg = f"polling_period_ms must be > 0 or None, got {self.polling_period_ms!r}"
+            raise InvalidArgumentError(msg)
+        if self.max_event_size <= 0:
+            msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
+            raise InvalidArgumentError(msg)
+
+
+@dataclass
+class _Stream:
+    scope: str
+    stream: str
+    epoch: int = 0
+    sealed: bool = False
+    segments: dict[int, Segment] = field(default_factory=dict)
+
+    def describe(self) -> StreamDescription:
+        return StreamDescription(
+            scope=self.scope,
+            stream=self.stream,
+            epoch=self.epoch,
+            sealed=self.sealed,
+            segments=tuple(
+                SegmentDescription(
+                    segment=s.name,
+                    key_low=s.key_low,
+                    key_high=s.key_high,
+                    epoch=s.epoch,
+                    sealed=s.sealed,
+                    creation_time=s.creation_time,
+                    predecessors=s.predecessors,
+                    successors=s.successors,
+                )
+                for s in sorted(self.segments.values(), key=lambda s: s.number)
+            ),
+        )
+
+
+@dataclass
+class _Op:
+    prepare: Callable[[], _Publish]
+    barrier: bool
+    future: Future = field(default_factory=Future)
+
+
+class SegmentStore:
+    """A durable store of streams; thread-safe.
+
+    Every mutating call blocks until its change is durable and visible, then
+    returns. Reads never block writers; a read at the tail blocks at most the
+    ``wait_ms`` it asks for.
+    """
+
+    def __init__(self, config: StoreConfig):
+        self.config = config
+        self._clock = config.clock
+        os.makedirs(os.path.join(config.data_dir, "segments"), exist_ok=True)
+        self._meta_lock = threading.RLock()
+        self._scopes: set[str] = set()
+        self._streams: dict[tuple[str, str], _Stream] = {}
+        self._states: dict[str, tuple[bytes, int]] = {}
+        self._dirty: set[Segment] = set()
+        self._closed = threading.Event()
+        self._failure: BaseException | None = None
+        self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
+        self._recover()
+        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
+        self._sequencer = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
+        self._sequencer.start()
+        self._advancer_stop = threading.Event()
+        self._advancer: threading.Thread | None = None
+        if config.polling_period_ms is not None:
+            self._advancer = threading.Thread(
+                target=self._advance_periodically, name="tidemark-idle-advancer", daemon=True
+            )
+            self._advancer.start()
+
+    # --- metadata -------------------------------------------------------------
+
+    def create_scope(self, scope: str) -> None:
+        """Creates a scope; raises AlreadyExistsError when it exists."""
+        validate_name("scope", scope)
+
+        def prepare() -> _Publish:
+            if scope in self._scopes:
+                msg = f"scope {scope!r} already exists"
+                raise AlreadyExistsError(msg)
+            return self._record({"op": "scope", "scope": scope})
+
+        self._submit(prepare, barrier=True)
+
+    def create_stream(self, scope: str, stream: str, segment_count: int = 1) -> StreamDescription:
+        """Creates a stream whose ``segment_count`` segments split [0, 1) evenly."""
+        validate_name("scope", scope)
+        validate_name("stream", stream)
+        if not isinstance(segment_count, int) or not 1 <= segment_count <= _MAX_SEGMENTS_PER_SCALE:
+            msg = f"segment_count must be 1 to {_MAX_SEGMENTS_PER_SCALE}, got {segment_count!r}"
+            raise InvalidArgumentError(msg)
+
+        def prepare() -> _Publish:
+            if scope not in self._scopes:
+                msg = f"scope {scope!r} does not exist"
+                raise NotFoundError(msg)
+            if (scope, stream) in self._streams:
+                msg = f"stream {scope}/{stream!s} already exists"
+                raise AlreadyExistsError(msg)
+            ranges = _even_ranges(0.0, 1.0, segment_count)
+            return self._record(
+                {
+                    "op": "stream",
+                    "scope": scope,
+                    "stream": stream,
+                    "t": self._clock.now_ms(),
+                    "segments": [[n, lo, hi] for n, (lo, hi) in enumerate(ranges)],
+                }
+            )
+
+        self._submit(prepare, barrier=True)
+        return self.describe_stream(scope, stream)
+
+    def describe_stream(self, scope: str, stream: str) -> StreamDescription:
+        """Every segment of the stream, with ranges, epochs and lineage."""
+        with self._meta_lock:
+            return self._stream(scope, stream).describe()
+
+    def scale_stream(
+        self, scope: str, stream: str, sealed_segments: Sequence[int], split_count: int = 0
+    ) -> StreamDescription:
+        """Splits one segment into ``split_count`` or merges adjacent ones (``split_count`` 0).
+
+        The sealed segments' successors start with the watermark their
+        creation time gives, which is never below a predecessor's last one.
+        """
+        numbers = list(sealed_segments)
+
+        def prepare() -> _Publish:
+            target = self._stream(scope, stream)
+            segments = [self._segment_of(target, n) for n in numbers]
+            for segment in segments:
+                if segment.pending_sealed:
+                    msg = f"segment {segment.name!r} is sealed already and cannot be scaled"
+                    raise SegmentSealedError(msg, segment.name, segment.successors)
+            ranges = _scale_ranges(segments, split_count)
+            sealed = [[s.number, s.next_time(self._clock.now_ms())] for s in segments]
+            first = max(s.number for s in target.segments.values()) + 1
+            created = [[first + i, lo, hi] for i, (lo, hi) in enumerate(ranges)]
+            return self._record(
+                {
+                    "op": "scale",
+                    "scope": scope,
+                    "stream": stream,
+                    "sealed": sealed,
+                    "created": created,
+                    "t": max(self._clock.now_ms(), max(t for _, t in sealed) + 1),
+                }
+            )
+
+        self._submit(prepare, barrier=True)
+        return self.describe_stream(scope, stream)
+
+    def seal_stream(self, scope: str, stream: str) -> StreamDescription:
+        """Seals every open segment of the stream; readers see each one end."""
+
+        def prepare() -> _Publish:
+            target = self._stream(scope, stream)
+            if target.sealed:
+                msg = f"stream {scope}/{stream} is sealed already"
+                raise FailedPreconditionError(msg)
+            now = self._clock.now_ms()
+            sealed = [
+                [s.number, s.next_time(now)] for s in target.segments.values() if not s.pending_sealed
+            ]
+            for number, _ in sealed:
+                target.segments[number].pending_sealed = True
+            record = {"op": "seal_stream", "scope": scope, "stream": stream, "sealed": sealed}
+            return self._record(record)
+
+        self._submit(prepare, barrier=True)
+        return self.describe_stream(scope, stream)
+
+    # --- data -----------------------------------------------------------------
+
+    def append(
+        self, segment: str, writer_id: str, first_event_number: int, events: Sequence[bytes]
+    ) -> AppendResult:
+        """Appends ``events`` and returns once they are durable.
+
+        Events this writer already stored in this segment (numbers below the
+        next expected one) are skipped and counted as duplicates, so a retried
+        batch is never stored twice.
+
+        Raises:
+            SegmentSealedError: the segment is sealed (its successors are named).
+            FailedPreconditionError: ``first_event_number`` leaves a gap.
+            ResourceExhaustedError: an event is over the size limit.
+        """
+        target = self._segment_named(segment)
+        if not writer_id or len(writer_id) > 256:
+            msg = f"writer_id must be 1 to 256 characters, got {writer_id!r}"
+            raise InvalidArgumentError(msg)
+        if first_event_number < 0:
+            msg = f"first_event_number must be >= 0, got {first_event_number!r}"
+            raise InvalidArgumentError(msg)
+        if not events:
+            msg = f"an append to {segment!r} needs at least one event"
+            raise InvalidArgumentError(msg)
+        limit = self.config.max_event_size
+        for position, event in enumerate(events):
+            if len(event) > limit:
+                msg = (
+                    f"event {position} of the batch to {segment!r} has {len(event)} bytes, "
+                    f"over the limit of {limit}"
+                )
+                raise ResourceExhaustedError(msg)
+
+        def prepare() -> _Publish:
+            return self._prepare_append(target, writer_id, first_event_number, events)
+
+        return self._submit(prepare, barrier=False)
+
+    def _prepare_append(
+        self, target: Segment, writer_id: str, first: int, events: Sequence[bytes]
+    ) -> _Publish:
+        if target.pending_sealed:
+            msg = f"segment {target.name!r} is sealed"
+            raise SegmentSealedError(msg, target.name, target.successors)
+        expected = target.writer_numbers.get(writer_id, -1) + 1
+        if first > expected:
+            msg = (
+                f"writer {writer_id!r} sent event number {first} to {target.name!r}, "
+                f"but the next one expected is {expected}"
+            )
+            raise FailedPreconditionError(msg)
+        fresh = events[expected - first :]
+        duplicates = len(events) - len(fresh)
+        if not fresh:
+            end = target.pending_end
+            return lambda: AppendResult(end, 0, 0, duplicates)
+        time_ms = target.next_time(self._clock.now_ms())
+        end = target.write(encode_frames(fresh, time_ms))
+        last = first + len(events) - 1
+        target.writer_numbers[writer_id] = last
+        self._dirty.add(target)
+        publish = self._record(
+            {"op": "commit", "seg": target.name, "end": end, "t": time_ms, "w": writer_id, "e": last}
+        )
+
+        def published() -> AppendResult:
+            publish()
+            return AppendResult(end, time_ms, len(fresh), duplicates)
+
+        return published
+
+    def read(
+        self,
+        segment: str,
+        offset: int,
+        max_bytes: int = 1024 * 1024,
+        wait_ms: int = 0,
+        known_watermark: int | None = None,
+    ) -> ReadResult:
+        """Reads whole events from ``offset``, at least one if any is there.
+
+        At the tail of an open segment, waits up to ``wait_ms`` and returns
+        early when data arrives, the segment is sealed or the watermark rises
+        above ``known_watermark`` (by default the one at ``offset``). An empty
+        answer still carries the watermark.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is negative, past the end or not
+                at an event boundary; ``max_bytes`` is not positive.
+        """
+        target = self._segment_named(segment)
+        if max_bytes <= 0:
+            msg = f"max_bytes must be > 0, got {max_bytes!r}"
+            raise InvalidArgumentError(msg)
+        snapshot = target.snapshot()
+        if offset < 0 or offset > snapshot.committed_end:
+            msg = f"offset {offset} is outside segment {segment!r} (0 to {snapshot.committed_end})"
+            raise InvalidArgumentError(msg)
+        self._check_boundary(target, offset)
+        if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
+            snapshot = self._wait_at_tail(target, offset, wait_ms, known_watermark)
+        stop = offset
+        data = b""
+        if offset < snapshot.committed_end:
+            stop = self._read_stop(target, offset, min(snapshot.committed_end, offset + max_bytes))
+            data = target.read_bytes(offset, stop)
+        with target.changed:
+            watermark = target.index.watermark_after(stop)
+        end_of_segment = snapshot.sealed and stop == snapshot.committed_end
+        return ReadResult(
+            segment=segment,
+            offset=offset,
+            next_offset=stop,
+            data=data,
+            watermark=watermark,
+            end_of_segment=end_of_segment,
+            successors=target.successors if end_of_segment else (),
+        )
+
+    def _wait_at_tail(
+        self, target: Segment, offset: int, wait_ms: int, known_watermark: int | None
+    ) -> Any:
+        with target.changed:
+            known = target.index.watermark_after(offset) if known_watermark is None else known_watermark
+            target.changed.wait_for(
+                lambda: target.committed_end > offset
+                or target.index.latest > known
+                or target.sealed
+                or self._closed.is_set(),
+                timeout=wait_ms / 1000,
+            )
+        return target.snapshot()
+
+    def _read_stop(self, target: Segment, offset: int, limit: int) -> int:
+        """The last event boundary in ``(offset, limit]``, or the end of the first event."""
+        with target.changed:
+            stop = target.index.boundary_at_or_before(limit)
+        if stop > offset:
+            return stop
+        chunk = target.read_bytes(offset, limit)
+        stop = offset
+        pos = 0
+        while len(chunk) - pos >= HEADER.size:
+            size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
+            if pos + size > len(chunk):
+                break
+            pos += size
+            stop = offset + pos
+        if stop == offset:  # one event larger than the budget: return it whole
+            header = target.read_bytes(offset, offset + HEADER.size)
+            stop = offset + HEADER.size + HEADER.unpack(header)[0]
+        return stop
+
+    def _check_boundary(self, target: Segment, offset: int) -> None:
+        with target.changed:
+            start = target.index.boundary_at_or_before(offset)
+        if start == offset:
+            return
+        chunk = target.read_bytes(start, offset)
+        pos = 0
+        while pos < len(chunk) and len(chunk) - pos >= HEADER.size:
+            pos += HEADER.size + HEADER.unpack_from(chunk, pos)[0]
+        if pos != len(chunk):
+            msg = f"offset {offset} is not at an event boundary of segment {target.name!r}"
+            raise InvalidArgumentError(msg)
+
+    def segment_info(self, segment: str) -> SegmentInfo:
+        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark."""
+        return self._segment_named(segment).info()
+
+    # --- idle segments --------------------------------------------------------
+
+    def advance_idle_segments(self) -> int:
+        """Gives every open segment idle past ``max_watermark_lag_ms`` an idle tick.
+
+        The tick is a persisted temporal operation: it moves LAST_WRITE_TIME
+        and the watermark at the segment's tail. Returns how many were ticked.
+        """
+
+        def prepare() -> _Publish:
+            now = self._clock.now_ms()
+            lag = self.config.max_watermark_lag_ms
+            with self._meta_lock:
+                segments = [s for st in self._streams.values() for s in st.segments.values()]
+            publishes = [
+                self._record({"op": "tick", "seg": s.name, "t": s.next_time(now)})
+                for s in segments
+                if not s.pending_sealed and now - s.pending_time > lag
+            ]
+
+            def published() -> int:
+                for publish in publishes:
+                    publish()
+                return len(publishes)
+
+            return published
+
+        return self._submit(prepare, barrier=False)
+
+    def _advance_periodically(self) -> None:
+        assert self.config.polling_period_ms is not None
+        period = self.config.polling_period_ms / 1000
+        while not self._advancer_stop.wait(period):
+            try:
+                self.advance_idle_segments()
+            except StoreUnavailableError:
+                return
+
+    # --- small durable values (reader group state) ----------------------------
+
+    def get_state(self, key: str) -> StateValue:
+        """The value stored under ``key``; revision 0 when there is none."""
+        _check_state_key(key)
+        with self._meta_lock:
+            value, revision = self._states.get(key, (b"", 0))
+        return StateValue(key, value, revision, self._clock.now_ms())
+
+    def compare_and_set_state(
+        self, key: str, expected_revision: int, value: bytes
+    ) -> tuple[bool, StateValue]:
+        """Stores ``value`` if the revision is still ``expected_revision``; durable on return.
+
+        Returns whether it was written and the value now stored.
+        """
+        _check_state_key(key)
+
+        def prepare() -> _Publish:
+            _, revision = self._states.get(key, (b"", 0))
+            if revision != expected_revision:
+                return lambda: (False, self.get_state(key))
+            encoded = base64.b64encode(value).decode()
+            publish = self._record({"op": "state", "key": key, "rev": revision + 1, "v": encoded})
+
+            def published() -> tuple[bool, StateValue]:
+                publish()
+                return True, self.get_state(key)
+
+            return published
+
+        return self._submit(prepare, barrier=True)
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stops the sequencer and the advancer and closes files; closing twice is harmless."""
+        if self._closed.is_set():
+            return
+        self._advancer_stop.set()
+        if self._advancer is not None:
+            self._advancer.join()
+        self._queue.put(None)
+        self._sequencer.join()
+        self._closed.set()
+        with self._meta_lock:
+            segments = [s for st in self._streams.values() for s in st.segments.values()]
+        for segment in segments:
+            with segment.changed:
+                segment.changed.notify_all()
+            segment.close()
+        self._journal.close()
+
+    def __enter__(self) -> SegmentStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SegmentStore(data_dir={self.config.data_dir!r}, streams={len(self._streams)})"
+
+    # --- the sequencer ----------------------------------------------------------
+
+    def _submit(self, prepare: Callable[[], _Publish], barrier: bool) -> Any:
+        if self._closed.is_set() or self._failure is not None:
+            msg = "the store is closed" if self._failure is None else f"the store failed: {self._failure}"
+            raise StoreUnavailableError(msg)
+        op = _Op(prepare, barrier)
+        self._queue.put(op)
+        return op.future.result()
+
+    def _run(self) -> None:
+        while True:
+            ops = [self._queue.get()]
+            while len(ops) < _MAX_GROUP:
+                try:
+                    ops.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            group: list[tuple[_Op, _Publish]] = []
+            for op in ops:
+                if op is None:
+                    self._commit(group)
+                    return
+                if op.barrier:
+                    self._commit(group)
+                    group = []
+                prepared = self._prepare(op)
+                if prepared is not None:
+                    group.append((op, prepared))
+                if op.barrier:
+                    self._commit(group)
+                    group = []
+            self._commit(group)
+
+    def _prepare(self, op: _Op) -> _Publish | None:
+        if self._failure is not None:
+            op.future.set_exception(StoreUnavailableError(f"the store failed: {self._failure}"))
+            return None
+        try:
+            return op.prepare()
+        except TidemarkError as error:
+            op.future.set_exception(error)
+        except Exception as error:  # a bug: report it to the caller, keep serving
+            _log.exception("operation failed")
+            op.future.set_exception(error)
+        return None
+
+    def _commit(self, group: list[tuple[_Op, _Publish]]) -> None:
+        if not group:
+            return
+        try:
+            for segment in self._dirty:
+                segment.sync()
+            self._dirty.clear()
+            self._journal.sync()
+        except OSError as error:
+            _log.exception("commit failed; the store stops accepting changes")
+            self._failure = error
+            for op, _ in group:
+                op.future.set_exception(StoreUnavailableError(f"the store failed: {error}"))
+            return
+        for op, publish in group:
+            try:
+                op.future.set_result(publish())
+            except Exception as error:
+                _log.exception("publishing failed")
+                op.future.set_exception(error)
+
+    def _record(self, record: dict[str, Any]) -> _Publish:
+        """Queues ``record`` in the journal; the returned callable applies it."""
+        self._journal.add(record)
+        return lambda: self._apply(record)
+
+    # --- applying records (live and at recovery) ------------------------------
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        op = record["op"]
+        with self._meta_lock:
+            if op == "scope":
+                self._scopes.add(record["scope"])
+            elif op == "stream":
+                stream = _Stream(record["scope"], record["stream"])
+                self._streams[(stream.scope, stream.stream)] = stream
+                for number, low, high in record["segments"]:
+                    self._add_segment(stream, number, low, high, record["t"], ())
+            elif op == "scale":
+                self._apply_scale(record)
+            elif op == "seal_stream":
+                stream = self._streams[(record["scope"], record["stream"])]
+                stream.sealed = True
+                for number, time_ms in record["sealed"]:
+                    _seal(stream.segments[number], time_ms)
+            elif op == "commit":
+                segment = self._segment_named(record["seg"])
+                segment.writer_numbers[record["w"]] = max(
+                    record["e"], segment.writer_numbers.get(record["w"], -1)
+                )
+                _advance_pending(segment, record["end"], record["t"])
+                segment.publish(record["end"], record["t"])
+            elif op == "tick":
+                segment = self._segment_named(record["seg"])
+                _advance_pending(segment, segment.committed_end, record["t"])
+                segment.publish(segment.committed_end, record["t"])
+            elif op == "state":
+                self._states[record["key"]] = (base64.b64decode(record["v"]), record["rev"])
+            else:
+                msg = f"unknown journal record {op!r}"
+                raise FailedPreconditionError(msg)
+
+    def _apply_scale(self, record: dict[str, Any]) -> None:
+        stream = self._streams[(record["scope"], record["stream"])]
+        stream.epoch += 1
+        predecessors = tuple(stream.segments[number].name for number, _ in record["sealed"])
+        created = []
+        for number, low, high in record["created"]:
+            created.append(self._add_segment(stream, number, low, high, record["t"], predecessors))
+        successors = tuple(s.name for s in created)
+        for number, time_ms in record["sealed"]:
+            segment = stream.segments[number]
+            segment.successors = successors
+            _seal(segment, time_ms)
+
+    def _add_segment(
+        self,
+        stream: _Stream,
+        number: int,
+        low: float,
+        high: float,
+        creation_time: int,
+        predecessors: tuple[str, ...],
+    ) -> Segment:
+        folder = os.path.join(self.config.data_dir, "segments", stream.scope, stream.stream)
+        os.makedirs(folder, exist_ok=True)
+        segment = Segment(
+            name=str(SegmentId(stream.scope, stream.stream, number)),
+            number=number,
+            key_low=low,
+            key_high=high,
+            epoch=stream.epoch,
+            creation_time=creation_time,
+            predecessors=predecessors,
+            data_path=os.path.join(folder, f"{number}.events"),
+        )
+        stream.segments[number] = segment
+        return segment
+
+    def _recover(self) -> None:
+        records = 0
+        for record in self._journal.replay():
+            self._apply(record)
+            records += 1
+        for stream in self._streams.values():
+            for segment in stream.segments.values():
+                size = segment.data_size()
+                if size < segment.committed_end:
+                    msg = (
+                        f"segment {segment.name!r} has {size} bytes of data but "
+                        f"{segment.committed_end} were committed"
+                    )
+                    raise FailedPreconditionError(msg)
+                if size > segment.committed_end:
+                    _log.warning(
+                        "segment %s: cutting %d unacknowledged bytes",
+                        segment.name,
+                        size - segment.committed_end,
+                    )
+                    segment.truncate_to(segment.committed_end)
+        _log.info(
+            "recovered %d journal records: %d scopes, %d streams",
+            records,
+            len(self._scopes),
+            len(self._streams),
+        )
+
+    # --- lookups --------------------------------------------------------------
+
+    def _stream(self, scope: str, stream: str) -> _Stream:
+        with self._meta_lock:
+            found = self._streams.get((scope, stream))
+        if found is None:
+            msg = f"stream {scope}/{stream} does not exist"
+            raise NotFoundError(msg)
+        return found
+
+    def _segment_of(self, stream: _Stream, number: int) -> Segment:
+        found = stream.segments.get(number)
+        if found is None:
+            msg = f"segment {stream.scope}/{stream.stream}/{number} does not exist"
+            raise NotFoundError(msg)
+        return found
+
+    def _segment_named(self, name: str) -> Segment:
+        parsed = SegmentId.parse(name)
+        return self._segment_of(self._stream(parsed.scope, parsed.stream), parsed.number)
+
+
+def _seal(segment: Segment, time_ms: int) -> None:
+    segment.pending_sealed = True
+    _advance_pending(segment, segment.committed_end, time_ms)
+    segment.publish(segment.committed_end, time_ms, sealed=True)
+
+
+def _advance_pending(segment: Segment, end: int, time_ms: int) -> None:
+    """Brings the sequencer's view up to a record (a no-op live, needed at recovery)."""
+    segment.pending_end = max(segment.pending_end, end)
+    segment.pending_time = max(segment.pending_time, time_ms)
+
+
+def _even_ranges(low: float, high: float, count: int) -> list[tuple[float, float]]:
+    bounds = [low + (high - low) * i / count for i in range(count)] + [high]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def _scale_ranges(segments: list[Segment], split_count: int) -> list[tuple[float, float]]:
+    """The key ranges of the successors, or InvalidArgumentError naming what is wrong."""
+    if len(segments) == 1:
+        if not 2 <= split_count <= _MAX_SEGMENTS_PER_SCALE:
+            msg = f"a split needs split_count 2 to {_MAX_SEGMENTS_PER_SCALE}, got {split_count!r}"
+            raise InvalidArgumentError(msg)
+        return _even_ranges(segments[0].key_low, segments[0].key_high, split_count)
+    if len(segments) < 1:
+        msg = "a scale needs at least one segment to seal"
+        raise InvalidArgumentError(msg)
+    if split_count != 0:
+        msg = f"a merge of {len(segments)} segments takes split_count 0, got {split_count!r}"
+        raise InvalidArgumentError(msg)
+    ordered = sorted(segments, key=lambda s: s.key_low)
+    if len({s.number for s in ordered}) != len(ordered):
+        msg = f"a merge names a segment twice: {[s.number for s in segments]!r}"
+        raise InvalidArgumentError(msg)
+    for left, right in zip(ordered, ordered[1:], strict=False):
+        if left.key_high != right.key_low:
+            msg = f"segments {left.name!r} and {right.name!r} are not adjacent and cannot merge"
+            raise InvalidArgumentError(msg)
+    return [(ordered[0].key_low, ordered[-1].key_high)]
+
+
+def _check_state_key(key: str) -> None:
+    if not isinstance(key, str) or not 0 < len(key) <= 512:
+        msg = f"state key must be 1 to 512 characters, got {key!r}"
+        raise InvalidArgumentError(msg)
