@@ -1,0 +1,196 @@
+"""Shared fixtures: real store servers on port 0, a synthetic clock, bounded polling.
+
+Every store a test talks to is the real one behind a real gRPC server: either
+:class:`connector.server.StoreServer` in this process (with a
+:class:`ManualClock`, so time moves only when the test says so) or
+``python -m connector.server`` in a subprocess (for kill -9 and the CLI).
+Nothing waits by sleeping for a fixed time: :func:`wait_until` polls a
+condition and fails with a message when it does not hold in time.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+
+from connector._proto import store_pb2_grpc
+from connector._wire import GRPC_OPTIONS
+from connector.client import StoreClient
+from connector.clock import ManualClock
+from connector.server import StoreServer
+from connector.store import StoreConfig
+
+#: Where every test's synthetic clock starts: 2023-11-14T22:13:20Z.
+CLOCK_START_MS = 1_700_000_000_000
+
+_T = TypeVar("_T")
+
+
+def wait_until(
+    predicate: Callable[[], _T], timeout: float = 5.0, interval: float = 0.005, what: str = ""
+) -> _T:
+    """Polls ``predicate`` until it returns something truthy, and returns that.
+
+    Raises:
+        AssertionError: when ``timeout`` seconds pass first; names ``what``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            message = f"timed out after {timeout} s waiting for {what or predicate!r}"
+            raise AssertionError(message)
+        time.sleep(interval)
+
+
+@pytest.fixture(name="wait_until")
+def _wait_until_fixture() -> Callable[..., Any]:
+    """:func:`wait_until`, for test modules that cannot import this conftest."""
+    return wait_until
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A synthetic ingestion clock; it moves only when the test moves it."""
+    return ManualClock(CLOCK_START_MS)
+
+
+@pytest.fixture
+def data_dir(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The store's data directory for this test (created by the store)."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def start_store(data_dir: pathlib.Path, clock: ManualClock) -> Iterator[Callable[..., StoreServer]]:
+    """Starts in-process store servers on 127.0.0.1 port 0; stops them after the test.
+
+    ``start_store(**config)`` takes :class:`StoreConfig` fields; by default the
+    store uses this test's ``data_dir`` and ``clock`` and has no idle advancer
+    (``polling_period_ms=None``), so idle ticks happen only when a test calls
+    ``server.store.advance_idle_segments()``.
+    """
+    servers: list[StoreServer] = []
+
+    def start(**overrides: Any) -> StoreServer:
+        settings: dict[str, Any] = {
+            "data_dir": str(data_dir),
+            "clock": clock,
+            "polling_period_ms": None,
+        }
+        settings.update(overrides)
+        server = StoreServer(StoreConfig(**settings), listen="127.0.0.1:0").start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in reversed(servers):
+        server.stop(grace_s=0.5)
+
+
+@pytest.fixture
+def store_server(start_store: Callable[..., StoreServer]) -> StoreServer:
+    """One in-process store server with the default test settings."""
+    return start_store()
+
+
+@pytest.fixture
+def store_client(store_server: StoreServer) -> Iterator[StoreClient]:
+    """A client of ``store_server``; it gives up on an unreachable server after 2 s."""
+    client = StoreClient(store_server.uri, retry_timeout_s=2.0, call_timeout_s=30.0)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def store_stub(store_server: StoreServer) -> Iterator[store_pb2_grpc.SegmentStoreStub]:
+    """The raw generated stub over a plain channel to ``store_server``."""
+    channel = grpc.insecure_channel(store_server.address, options=GRPC_OPTIONS)
+    yield store_pb2_grpc.SegmentStoreStub(channel)
+    channel.close()
+
+
+class ServerProcess:
+    """A ``python -m connector.server`` subprocess and where it listens."""
+
+    def __init__(self, process: subprocess.Popen[bytes], address: str, log_path: pathlib.Path):
+        self.process = process
+        self.address = address
+        self.uri = f"tidemark://{address}"
+        self.log_path = log_path
+
+    def log(self) -> str:
+        """What the server has written to stderr so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def __repr__(self) -> str:
+        return f"ServerProcess(pid={self.process.pid}, address={self.address!r})"
+
+
+def _read_listening_line(process: subprocess.Popen[bytes], timeout: float) -> str:
+    """Returns ``HOST:PORT`` from the server's ``listening on HOST:PORT`` line."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                message = f"server pid {process.pid} printed no listening line in {timeout} s"
+                raise AssertionError(message)
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                message = f"server pid {process.pid} exited with {process.wait()} before listening"
+                raise AssertionError(message)
+            buffer += chunk
+    line = buffer.split(b"\n", 1)[0].decode()
+    assert line.startswith("listening on "), f"unexpected first line {line!r}"
+    return line.removeprefix("listening on ")
+
+
+@pytest.fixture
+def spawn_server(tmp_path: pathlib.Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Starts store server subprocesses; kills any still running after the test.
+
+    ``spawn_server(data_dir, *extra_args)`` runs ``python -m connector.server
+    --data-dir DATA_DIR --listen 127.0.0.1:0 EXTRA_ARGS`` and returns once it
+    has printed where it listens.
+    """
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def spawn(server_data_dir: pathlib.Path, *extra_args: str) -> ServerProcess:
+        log_path = tmp_path / f"server-{len(processes)}.log"
+        command = [
+            sys.executable,
+            "-m",
+            "connector.server",
+            "--data-dir",
+            str(server_data_dir),
+            "--listen",
+            "127.0.0.1:0",
+            *extra_args,
+        ]
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
+        processes.append(process)
+        return ServerProcess(process, _read_listening_line(process, timeout=30.0), log_path)
+
+    yield spawn
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
