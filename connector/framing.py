@@ -56,11 +56,17 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
     Raises:
         CorruptFrameError: a frame is truncated or fails its checksum.
     """
-    view = memoryview(data)
+    if type(data) is not bytes:  # slices of bytes are bytes: payloads are copied once
+        data = bytes(data)
     unpack = HEADER.unpack_from
     size = HEADER.size
+    crc32 = zlib.crc32
+    pack_time = _TIME.pack
     end = len(data)
     pos = 0
+    # The frames of one append share an ingestion time: checksum it once per run.
+    last_time: int | None = None
+    time_crc = 0
     while pos < end:
         if end - pos < size:
             msg = f"truncated frame header at offset {base_offset + pos}"
@@ -71,10 +77,14 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
         if stop > end:
             msg = f"frame at offset {base_offset + pos} claims {length} bytes, {end - start} remain"
             raise CorruptFrameError(msg)
-        payload = bytes(view[start:stop])
-        if verify and zlib.crc32(payload, zlib.crc32(_TIME.pack(time_ms))) != crc:
-            msg = f"checksum mismatch in frame at offset {base_offset + pos}"
-            raise CorruptFrameError(msg)
+        payload = data[start:stop]
+        if verify:
+            if time_ms != last_time:
+                last_time = time_ms
+                time_crc = crc32(pack_time(time_ms))
+            if crc32(payload, time_crc) != crc:
+                msg = f"checksum mismatch in frame at offset {base_offset + pos}"
+                raise CorruptFrameError(msg)
         yield Frame(base_offset + pos, time_ms, payload)
         pos = stop
 
