@@ -1,0 +1,132 @@
+"""What a reader returns, and how it is configured."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+from connector.errors import InvalidArgumentError
+from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+
+__all__ = ["END_OF_TIME", "EventRead", "Position", "ReaderConfig", "TimeDomain", "to_millis"]
+
+T = TypeVar("T")
+
+#: The watermark of a group with no unfinished segment: nothing more will come.
+END_OF_TIME = 2**63 - 1
+
+
+class TimeDomain(enum.Enum):
+    """Which clock a reader reports progress in (PDP 26, "Time Domain Configuration").
+
+    ``PROCESSING_TIME`` (the default) never yields watermark reads, so code
+    unaware of watermarks never mistakes one for an event. ``INGESTION_TIME``
+    opts in: watermark reads appear between events.
+    """
+
+    PROCESSING_TIME = "ProcessingTime"
+    INGESTION_TIME = "IngestionTime"
+
+    @classmethod
+    def parse(cls, text: str | TimeDomain) -> TimeDomain:
+        """``"ProcessingTime"`` or ``"IngestionTime"`` (any case, with or without ``_``)."""
+        if isinstance(text, TimeDomain):
+            return text
+        wanted = str(text).replace("_", "").lower()
+        for domain in cls:
+            if domain.value.lower() == wanted:
+                return domain
+        msg = f"unknown time domain {text!r}: use 'ProcessingTime' or 'IngestionTime'"
+        raise InvalidArgumentError(msg)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a read came from: the segment and the offset of the event."""
+
+    segment: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class EventRead(Generic[T]):
+    """One read: either an event or a watermark, never both.
+
+    For an event: ``event`` is the deserialized value, ``event_time`` the time
+    the timestamp assigner gave it, ``ingestion_time`` when the store took it,
+    ``position`` where it is. For a watermark: ``watermark`` (epoch ms) promises
+    that every later event from this reader has an ingestion time above
+    ``watermark + max_event_time_lag``; watermarks a reader yields strictly ascend.
+    """
+
+    event: T | None = None
+    event_time: int | None = None
+    ingestion_time: int | None = None
+    position: Position | None = None
+    watermark: int | None = None
+
+    @property
+    def is_event(self) -> bool:
+        """Whether this read carries an event."""
+        return self.watermark is None
+
+    @property
+    def is_watermark(self) -> bool:
+        """Whether this read carries a watermark."""
+        return self.watermark is not None
+
+    @classmethod
+    def of_event(cls, event: T, event_time: int, ingestion_time: int, position: Position) -> EventRead[T]:
+        """An event read."""
+        return cls(event, event_time, ingestion_time, position)
+
+    @classmethod
+    def of_watermark(cls, watermark: int) -> EventRead[Any]:
+        """A watermark read."""
+        return cls(watermark=watermark)
+
+
+def to_millis(name: str, value: int | float | timedelta) -> int:
+    """Milliseconds of a timedelta or a number of ms; raises naming ``name`` when negative."""
+    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
+    if isinstance(millis, bool) or not isinstance(millis, (int, float)) or millis < 0:
+        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return int(millis)
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """How a reader reads.
+
+    Attributes:
+        time_domain: PROCESSING_TIME (no watermarks) or INGESTION_TIME.
+        timestamp_assigner: gives each event its event time; by default the
+            ingestion time.
+        max_event_time_lag: subtracted from every group watermark before it is
+            yielded (a timedelta or ms): the longest an event may take from
+            happening to reaching the store.
+        read_timeout: how long one store read waits at the tail (timedelta or ms).
+    """
+
+    time_domain: TimeDomain = TimeDomain.PROCESSING_TIME
+    timestamp_assigner: TimestampAssigner[Any] = field(default_factory=IngestionTimeAssigner)
+    max_event_time_lag: int | timedelta = 0
+    read_timeout: int | timedelta = 500
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_domain", TimeDomain.parse(self.time_domain))
+        object.__setattr__(self, "max_event_time_lag", to_millis("max_event_time_lag", self.max_event_time_lag))
+        object.__setattr__(self, "read_timeout", to_millis("read_timeout", self.read_timeout))
+
+    @property
+    def lag_ms(self) -> int:
+        """``max_event_time_lag`` in milliseconds."""
+        return int(self.max_event_time_lag)
+
+    @property
+    def read_timeout_ms(self) -> int:
+        """``read_timeout`` in milliseconds."""
+        return int(self.read_timeout)

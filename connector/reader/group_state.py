@@ -1,0 +1,295 @@
+"""The progress of a reader group: a plain value and pure functions over it.
+
+One implementation, three hosts: standalone reader groups keep it in the
+store, the Flink adapter in Flink state, the Spark adapter in its offsets.
+
+A segment of the group is in exactly one of three places:
+
+- ``cursors``: readable now (its predecessors are finished), with the offset
+  reached and the segment watermark there;
+- ``waiting``: a successor some of whose predecessors are unfinished, with its
+  initial watermark (creation time - 1);
+- ``finished``: read to its end (or to the end cut).
+
+The group watermark is the minimum over every unfinished segment (cursors and
+waiting). No event after the cursors, nor in a waiting segment, has an
+ingestion time at or before it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from connector.errors import FailedPreconditionError, InvalidArgumentError
+from connector.reader.events import END_OF_TIME
+
+__all__ = [
+    "GroupState",
+    "SegmentCursor",
+    "Successor",
+    "WaitingSegment",
+    "advance",
+    "allocate_bytes",
+    "emitted_watermark",
+    "finish",
+    "group_watermark",
+    "plan_cut",
+    "stream_cut",
+    "unassigned_oldest_first",
+]
+
+
+@dataclass(frozen=True)
+class SegmentCursor:
+    """A readable segment: the offset reached and the watermark that holds there.
+
+    ``end`` is where reading stops (from an end cut); None reads to the seal.
+    """
+
+    offset: int
+    watermark: int
+    end: int | None = None
+
+    @property
+    def at_end_cut(self) -> bool:
+        """Whether the end cut is reached."""
+        return self.end is not None and self.offset >= self.end
+
+
+@dataclass(frozen=True)
+class WaitingSegment:
+    """A successor waiting for ``waiting_for`` to finish; it starts at offset 0."""
+
+    watermark: int
+    waiting_for: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Successor:
+    """What :func:`finish` needs to know of a successor segment."""
+
+    segment: str
+    predecessors: tuple[str, ...]
+    creation_time: int
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """Which segments a group has read how far; see the module docstring.
+
+    ``end_cut`` bounds the group: a segment listed there stops at its offset,
+    and only segments listed there, or leading to one, are ever read.
+    """
+
+    cursors: Mapping[str, SegmentCursor] = field(default_factory=dict)
+    waiting: Mapping[str, WaitingSegment] = field(default_factory=dict)
+    finished: frozenset[str] = frozenset()
+    end_cut: Mapping[str, int] | None = None
+    bounded_to: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cursors", _frozen(self.cursors))
+        object.__setattr__(self, "waiting", _frozen(self.waiting))
+        if self.end_cut is not None:
+            object.__setattr__(self, "end_cut", _frozen(self.end_cut))
+
+    @classmethod
+    def starting_at(
+        cls,
+        cut: Mapping[str, int],
+        watermarks: Mapping[str, int],
+        end_cut: Mapping[str, int] | None = None,
+        bounded_to: Iterable[str] | None = None,
+    ) -> GroupState:
+        """A group about to read from ``cut`` (segment -> offset).
+
+        ``watermarks`` gives the watermark at each cut offset; a pessimistic
+        one (the segment's creation time - 1) is always safe. ``bounded_to``
+        lists the segments an end cut allows (those in it and their ancestors).
+        """
+        missing = sorted(set(cut) - set(watermarks))
+        if missing:
+            msg = f"no watermark given for segments {missing!r} of the start cut"
+            raise InvalidArgumentError(msg)
+        ends = end_cut or {}
+        cursors = {
+            segment: SegmentCursor(offset, watermarks[segment], ends.get(segment))
+            for segment, offset in cut.items()
+        }
+        return cls(
+            cursors=cursors,
+            end_cut=end_cut,
+            bounded_to=None if bounded_to is None else frozenset(bounded_to),
+        )
+
+    @property
+    def is_done(self) -> bool:
+        """Whether every segment is finished: nothing more will be read."""
+        return not self.cursors and not self.waiting
+
+    # --- JSON -----------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """A JSON form that :meth:`from_json` reads back to an equal value."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-compatible dict behind :meth:`to_json`."""
+        return {
+            "cursors": {s: [c.offset, c.watermark, c.end] for s, c in self.cursors.items()},
+            "waiting": {
+                s: [w.watermark, sorted(w.waiting_for)] for s, w in self.waiting.items()
+            },
+            "finished": sorted(self.finished),
+            "end_cut": None if self.end_cut is None else dict(self.end_cut),
+            "bounded_to": None if self.bounded_to is None else sorted(self.bounded_to),
+        }
+
+    @classmethod
+    def from_json(cls, text: str) -> GroupState:
+        """Reads :meth:`to_json`'s output; raises InvalidArgumentError naming what is wrong."""
+        try:
+            return cls.from_dict(json.loads(text))
+        except (ValueError, KeyError, TypeError) as error:
+            msg = f"invalid group state JSON {text!r:.200}: {error}"
+            raise InvalidArgumentError(msg) from None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GroupState:
+        """The inverse of :meth:`to_dict`."""
+        bounded = data.get("bounded_to")
+        return cls(
+            cursors={s: SegmentCursor(o, w, e) for s, (o, w, e) in data["cursors"].items()},
+            waiting={s: WaitingSegment(w, frozenset(f)) for s, (w, f) in data["waiting"].items()},
+            finished=frozenset(data["finished"]),
+            end_cut=data.get("end_cut"),
+            bounded_to=None if bounded is None else frozenset(bounded),
+        )
+
+
+def group_watermark(state: GroupState) -> int:
+    """The minimum watermark over every unfinished segment; END_OF_TIME when done."""
+    watermarks = [c.watermark for c in state.cursors.values()]
+    watermarks.extend(w.watermark for w in state.waiting.values())
+    return min(watermarks, default=END_OF_TIME)
+
+
+def emitted_watermark(group_wm: int, lag_ms: int, last_emitted: int | None) -> int | None:
+    """The event-time watermark to yield now, or None when it would not rise.
+
+    ``group_wm - lag_ms`` is yielded only when strictly above ``last_emitted``,
+    so what a reader yields ascends strictly whatever the group does.
+    END_OF_TIME passes through unchanged: the group is done.
+    """
+    candidate = group_wm if group_wm == END_OF_TIME else group_wm - lag_ms
+    if last_emitted is not None and candidate <= last_emitted:
+        return None
+    return candidate
+
+
+def advance(state: GroupState, segment: str, offset: int, watermark: int) -> GroupState:
+    """Records that ``segment`` was read up to ``offset``, where ``watermark`` holds.
+
+    Offsets and watermarks never step back: a stale report changes nothing.
+    """
+    cursor = state.cursors.get(segment)
+    if cursor is None:
+        msg = f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
+        raise FailedPreconditionError(msg)
+    updated = SegmentCursor(max(cursor.offset, offset), max(cursor.watermark, watermark), cursor.end)
+    if updated == cursor:
+        return state
+    return replace(state, cursors={**state.cursors, segment: updated})
+
+
+def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()) -> GroupState:
+    """Marks ``segment`` finished and brings in its successors.
+
+    A successor becomes readable (offset 0, watermark creation time - 1) only
+    when every one of its predecessors is finished, so events of one routing
+    key are read in order across splits and merges. In a bounded group,
+    successors outside ``bounded_to`` are not read.
+    """
+    if segment in state.finished:
+        return state
+    if segment not in state.cursors:
+        msg = f"segment {segment!r} cannot finish: it is not readable in this group"
+        raise FailedPreconditionError(msg)
+    cursors = {s: c for s, c in state.cursors.items() if s != segment}
+    waiting = dict(state.waiting)
+    finished = state.finished | {segment}
+    for successor in successors:
+        name = successor.segment
+        if name in finished or name in cursors:
+            continue
+        if state.bounded_to is not None and name not in state.bounded_to:
+            continue
+        known = waiting.get(name)
+        initial = successor.creation_time - 1
+        waiting_for = (
+            known.waiting_for if known else frozenset(successor.predecessors)
+        ) - finished
+        if waiting_for:
+            waiting[name] = WaitingSegment(initial, waiting_for)
+        else:
+            waiting.pop(name, None)
+            end = None if state.end_cut is None else state.end_cut.get(name)
+            cursors[name] = SegmentCursor(0, initial, end)
+    for name, entry in list(waiting.items()):
+        if segment in entry.waiting_for:
+            waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})
+    return replace(state, cursors=cursors, waiting=waiting, finished=finished)
+
+
+def stream_cut(state: GroupState) -> dict[str, int]:
+    """The offsets of every readable segment: where a reset to this state resumes."""
+    return {segment: cursor.offset for segment, cursor in state.cursors.items()}
+
+
+def unassigned_oldest_first(state: GroupState, assigned: Iterable[str]) -> list[str]:
+    """Readable segments nobody holds, oldest watermark first (PDP 26)."""
+    taken = set(assigned)
+    free = [s for s in state.cursors if s not in taken]
+    return sorted(free, key=lambda s: (state.cursors[s].watermark, s))
+
+
+def allocate_bytes(state: GroupState, available: Mapping[str, int], budget: int | None) -> dict[str, int]:
+    """How many bytes each readable segment may read next, oldest watermark first.
+
+    ``available`` maps a segment to the bytes readable beyond its cursor (up
+    to its tail or end cut). With no budget every segment gets all of it.
+    """
+    if budget is not None and budget <= 0:
+        msg = f"byte budget must be > 0 or None, got {budget!r}"
+        raise InvalidArgumentError(msg)
+    allocation: dict[str, int] = {}
+    remaining = budget
+    for segment in unassigned_oldest_first(state, ()):
+        want = max(0, available.get(segment, 0))
+        grant = want if remaining is None else min(want, remaining)
+        allocation[segment] = grant
+        if remaining is not None:
+            remaining -= grant
+    return allocation
+
+
+def plan_cut(state: GroupState, reachable: Mapping[str, int]) -> dict[str, int]:
+    """The next cut: each readable segment's offset moved to ``reachable`` (an event boundary).
+
+    Never moves a cursor back nor past its end cut.
+    """
+    planned = {}
+    for segment, cursor in state.cursors.items():
+        target = max(cursor.offset, reachable.get(segment, cursor.offset))
+        if cursor.end is not None:
+            target = min(target, max(cursor.end, cursor.offset))
+        planned[segment] = target
+    return planned
