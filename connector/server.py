@@ -289,16 +289,17 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
         polling_period_ms=args.polling_period_ms,
         max_event_size=args.max_event_size,
     )
-    server = StoreServer(config, listen=args.listen).start()
-    print(f"listening on {server.address}", flush=True)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
         _log.info("received %s, stopping", signal.Signals(signum).name)
         stop.set()
 
+    # Before announcing the address: a signal sent as soon as it is printed must stop cleanly.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    server = StoreServer(config, listen=args.listen).start()
+    print(f"listening on {server.address}", flush=True)
     stop.wait()
     server.stop()
     sys.exit(0)

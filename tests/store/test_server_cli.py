@@ -1,0 +1,46 @@
+"""``python -m connector.server``: starts, serves, and stops cleanly on a signal."""
+
+from __future__ import annotations
+
+import pathlib
+import signal
+from collections.abc import Callable
+
+import pytest
+
+from connector.client import StoreClient
+
+from . import payloads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_server_stops_with_exit_code_zero_on_a_signal_sent_right_after_it_listens(
+    spawn_server: Callable[..., object], tmp_path: pathlib.Path, signum: signal.Signals
+) -> None:
+    server = spawn_server(tmp_path / "data")
+    server.process.send_signal(signum)
+
+    assert server.process.wait(timeout=20) == 0, server.log()
+    log = server.log()
+    assert f"serving {server.uri} from {tmp_path / 'data'}" in log
+    assert f"received {signum.name}, stopping" in log
+    assert f"stopped {server.uri}" in log
+
+
+@pytest.mark.slow
+def test_server_serves_until_sigterm_and_keeps_what_it_stored(
+    spawn_server: Callable[..., object], tmp_path: pathlib.Path
+) -> None:
+    server = spawn_server(tmp_path / "data", "--max-event-size", "64")
+    with StoreClient(server.uri, retry_timeout_s=5.0) as client:
+        client.create_scope("sc")
+        [segment] = client.create_stream("sc", "st", 1).segments
+        client.append(segment.segment, "w", 0, [b"kept"])
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=20) == 0, server.log()
+    assert "stopped" in server.log()
+
+    again = spawn_server(tmp_path / "data")
+    with StoreClient(again.uri, retry_timeout_s=5.0) as client:
+        assert payloads(client, segment.segment) == [b"kept"]
