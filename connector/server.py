@@ -31,6 +31,7 @@ from connector.errors import (
     InvalidArgumentError,
     NotFoundError,
     ResourceExhaustedError,
+    SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
@@ -61,11 +62,26 @@ def status_of(error: TidemarkError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+# A SegmentSealedError also sends its segment and successors (comma-separated).
+_SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
+_SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
+
+
+def _error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
+    metadata = ((ERROR_KIND_KEY, type(error).__name__),)
+    if isinstance(error, SegmentSealedError):
+        metadata += (
+            (_SEALED_SEGMENT_KEY, error.segment),
+            (_SUCCESSORS_KEY, ",".join(error.successors)),
+        )
+    return metadata
+
+
 def _call(context: grpc.ServicerContext, work: Callable[[], _Response]) -> _Response:
     try:
         return work()
     except TidemarkError as error:
-        context.set_trailing_metadata(((ERROR_KIND_KEY, type(error).__name__),))
+        context.set_trailing_metadata(_error_metadata(error))
         context.abort(status_of(error), str(error))
         raise  # unreachable: abort raises
 

@@ -49,6 +49,9 @@ _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
     grpc.StatusCode.UNAVAILABLE: StoreUnavailableError,
 }
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+# What the server adds to a SegmentSealedError (see connector.server._error_metadata).
+_SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
+_SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 
 
 def parse_uri(uri: str) -> str:
@@ -64,9 +67,14 @@ def parse_uri(uri: str) -> str:
 def _domain_error(error: grpc.RpcError) -> TidemarkError:
     code = error.code()
     details = error.details() or code.name
-    kinds = [v for k, v in (error.trailing_metadata() or ()) if k == ERROR_KIND_KEY]
-    if kinds == [SegmentSealedError.__name__]:
-        return SegmentSealedError(details)
+    metadata = dict(error.trailing_metadata() or ())
+    if metadata.get(ERROR_KIND_KEY) == SegmentSealedError.__name__:
+        successors = metadata.get(_SUCCESSORS_KEY, "")
+        return SegmentSealedError(
+            details,
+            metadata.get(_SEALED_SEGMENT_KEY, ""),
+            tuple(successors.split(",")) if successors else (),
+        )
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
 
 

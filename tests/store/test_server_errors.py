@@ -254,6 +254,21 @@ def test_appending_to_a_sealed_segment_fails_its_precondition(store: Store) -> N
     )
 
 
+def test_the_client_s_segment_sealed_error_names_the_segment_and_its_successors(
+    store: Store,
+) -> None:
+    store.client.scale_stream("sc", "st", [2], 2)
+    with pytest.raises(SegmentSealedError) as split:
+        store.client.append("sc/st/2", "w", 0, [b"x"])
+    assert (split.value.segment, split.value.successors) == ("sc/st/2", ("sc/st/3", "sc/st/4"))
+    with pytest.raises(SegmentSealedError) as sealed:
+        store.client.append("sc/done/0", "w", 0, [b"x"])
+    assert (sealed.value.segment, sealed.value.successors) == ("sc/done/0", ())
+    with pytest.raises(SegmentSealedError) as scaled:
+        store.client.scale_stream("sc", "st", [2], 2)
+    assert (scaled.value.segment, scaled.value.successors) == ("sc/st/2", ("sc/st/3", "sc/st/4"))
+
+
 def test_scaling_a_sealed_segment_fails_its_precondition(store: Store) -> None:
     _expect(
         (store.stub.ScaleStream, pb.ScaleStreamRequest(scope="sc", stream="done", sealed_segments=[0], split_count=2)),
