@@ -79,18 +79,19 @@ def start_store(data_dir: pathlib.Path, clock: ManualClock) -> Iterator[Callable
     ``start_store(**config)`` takes :class:`StoreConfig` fields; by default the
     store uses this test's ``data_dir`` and ``clock`` and has no idle advancer
     (``polling_period_ms=None``), so idle ticks happen only when a test calls
-    ``server.store.advance_idle_segments()``.
+    ``server.store.advance_idle_segments()``. ``listen`` picks the address
+    (to restart a server where its clients expect it).
     """
     servers: list[StoreServer] = []
 
-    def start(**overrides: Any) -> StoreServer:
+    def start(*, listen: str = "127.0.0.1:0", **overrides: Any) -> StoreServer:
         settings: dict[str, Any] = {
             "data_dir": str(data_dir),
             "clock": clock,
             "polling_period_ms": None,
         }
         settings.update(overrides)
-        server = StoreServer(StoreConfig(**settings), listen="127.0.0.1:0").start()
+        server = StoreServer(StoreConfig(**settings), listen=listen).start()
         servers.append(server)
         return server
 

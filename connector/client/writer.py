@@ -9,7 +9,12 @@ from typing import Any, Generic, TypeVar
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
-from connector.errors import InvalidArgumentError, SegmentSealedError, TidemarkError
+from connector.errors import (
+    InvalidArgumentError,
+    SegmentSealedError,
+    StoreUnavailableError,
+    TidemarkError,
+)
 from connector.model import SegmentDescription
 from connector.names import StreamId
 
@@ -87,7 +92,11 @@ class EventWriter(Generic[T]):
         self._queue(self._serializer.serialize(event), key_position(routing_key))
 
     def flush(self) -> None:
-        """Sends every queued event; returns once all are durable."""
+        """Sends every queued event; returns once all are durable.
+
+        When the store cannot be reached (StoreUnavailableError), the events not
+        yet stored stay queued: call it again to retry them.
+        """
         while self._batches:
             segment = next(iter(self._batches))
             self._send(segment)
@@ -129,6 +138,9 @@ class EventWriter(Generic[T]):
         except SegmentSealedError:
             self._reroute_after_scaling(batch)
             return
+        except StoreUnavailableError:
+            self._batches[segment] = batch  # resent by the next flush, with the same numbers
+            raise
         self._next_number[segment] = first + len(batch.events)
 
     def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:

@@ -19,8 +19,9 @@ from connector.client import (
     key_position,
     serializer_named,
 )
-from connector.errors import InvalidArgumentError, TidemarkError
+from connector.errors import InvalidArgumentError, StoreUnavailableError, TidemarkError
 from connector.model import StreamDescription
+from connector.server import StoreServer
 
 from . import payloads, read_frames
 
@@ -109,6 +110,37 @@ def test_events_wait_for_flush_and_the_writer_refuses_events_once_closed(
     with pytest.raises(TidemarkError, match="'task-7' is closed"):
         writer.write_event("c", routing_key="k")
     assert payloads(store_client, segment) == [b"a", b"b"]
+
+
+def test_a_flush_that_failed_keeps_its_events_and_a_later_flush_stores_them(
+    start_store: Callable[..., StoreServer], wait_until: Callable[..., object]
+) -> None:
+    server = start_store()
+    client = StoreClient(server.uri, retry_timeout_s=0.2)
+    [segment] = (s.segment for s in _stream(client, 1).segments)
+    writer = EventWriter(client, "sc/st", StringSerializer())
+    for event in ("a", "b", "c"):
+        writer.write_event(event, routing_key="k")
+    server.stop()
+
+    with pytest.raises(StoreUnavailableError):
+        writer.flush()
+    again = start_store(listen=server.address)  # the store is back where the writer expects it
+
+    def flushed() -> bool:
+        try:
+            writer.flush()
+        except StoreUnavailableError:  # the channel may still be backing off
+            return False
+        return True
+
+    wait_until(flushed, timeout=15.0, what="a flush to reach the restarted store")
+    with StoreClient(again.uri, retry_timeout_s=5.0) as check:
+        assert payloads(check, segment) == [b"a", b"b", b"c"]
+        writer.write_event("d", routing_key="k")
+        writer.close()
+        assert payloads(check, segment) == [b"a", b"b", b"c", b"d"]
+    client.close()
 
 
 def test_a_new_writer_with_an_old_writer_s_id_skips_the_events_already_stored(
