@@ -1,45 +1,59 @@
-"""The main demo: sensors write to an embedded store and a reader watches time pass.
+"""The main demo: the seed's EventTimeITCase sensors on an embedded store.
 
     make demo
 
+Sensors A (on time), B (early) and C (late) write readings for a few seconds;
+a reader in the ingestion-time domain, with the event time taken from each
+reading's ``ts`` and a max event-time lag, feeds an event-time orderer, which
+prints A's and B's readings in event-time order and reports C's as late.
 Runs on an embedded store (a real gRPC server in this process, over a
-temporary directory). The engine adapters replace this demo as they land.
+temporary directory).
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 
-from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, embedded_store
-from connector.framing import iter_frames
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, SystemClock, embedded_store
+from connector.reader import FieldTimestampAssigner, ReaderConfig, ReaderGroupManager, TimeDomain
+from examples.sensors import LAG_MS, run_sensors
 
 
-def main() -> None:
-    """Writes three sensors' readings and reads each segment back with its watermarks."""
+def main(rounds: int = 10) -> None:
+    """Writes ``rounds`` readings per sensor and prints the ordered output."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s - %(message)s")
+    logging.getLogger("connector.reader.ordering").setLevel(logging.DEBUG)
     with embedded_store(max_watermark_lag_ms=200, polling_period_ms=50) as uri:
         client = StoreClient(uri)
-        manager = StreamManager(client)
-        manager.create_scope("demo")
-        description = manager.create_stream("demo", "sensors", segment_count=2)
-        print(f"store at {uri}; stream demo/sensors with {len(description.segments)} segments")
-        writer = EventWriter(client, "demo/sensors", JsonSerializer())
-        for reading in range(3):
-            for sensor in ("A", "B", "C"):
-                writer.write_event({"sensor": sensor, "reading": reading}, routing_key=sensor)
-            writer.flush()
-            time.sleep(0.05)
-        writer.close()
-        for segment in description.segments:
-            result = client.read(segment.segment, 0)
-            for frame in iter_frames(result.data):
-                print(f"{segment.segment} @{frame.offset}: ingested {frame.ingestion_time} "
-                      f"{json.loads(frame.payload)}")
-            print(f"{segment.segment}: watermark after the data {result.watermark}")
-            tail = client.read(segment.segment, result.next_offset, wait_ms=2_000,
-                               known_watermark=result.watermark)
-            print(f"{segment.segment}: idle tick moved the watermark to {tail.watermark} "
-                  f"(+{tail.watermark - result.watermark} ms)")
+        StreamManager(client).create_scope("demo")
+        StreamManager(client).create_stream("demo", "sensors", segment_count=2)
+        config = ReaderConfig(
+            time_domain=TimeDomain.INGESTION_TIME,
+            timestamp_assigner=FieldTimestampAssigner("ts"),
+            max_event_time_lag=LAG_MS,
+        )
+        group = ReaderGroupManager(client).create_reader_group("demo", "ordering", ["demo/sensors"])
+        reader = group.create_reader("demo-reader", JsonSerializer(), config)
+        print(f"store at {uri}; lag {LAG_MS} ms; sensors A on time, B early, C late")
+        while (reader.last_watermark or 0) < SystemClock().now_ms() - LAG_MS - 500:
+            reader.read_next_event(100)  # live: see the idle stream's watermark first
+        with EventWriter(client, "demo/sensors", JsonSerializer()) as writer:
+            output = run_sensors(
+                writer,
+                reader,
+                SystemClock().now_ms,
+                pause=lambda: time.sleep(0.2),
+                rounds=rounds,
+                on_release=lambda r: print(f"({r['ts']},{r['sensor']})  seq {r['seq']}"),
+            )
+        print(
+            f"released {len(output.released)} readings in event-time order, "
+            f"discarded {len(output.late)} late ones (all from sensor "
+            f"{''.join(sorted({r['sensor'] for r in output.late}))}), "
+            f"{len(output.watermarks)} watermark advances"
+        )
+        reader.close()
         client.close()
 
 
