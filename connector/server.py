@@ -230,14 +230,18 @@ class StoreServer:
         self.store = SegmentStore(config)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidemark-rpc"),
-            options=GRPC_OPTIONS,
+            # No SO_REUSEPORT: a second server on a port in use must fail, not share it.
+            options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         _pb_grpc.add_SegmentStoreServicer_to_server(SegmentStoreServicer(self.store), self._server)
         host = listen.rsplit(":", 1)[0]
-        port = self._server.add_insecure_port(listen)
+        try:
+            port = self._server.add_insecure_port(listen)
+        except RuntimeError:  # grpcio reports a failed bind by raising (older: port 0)
+            port = 0
         if port == 0:
             self.store.close()
-            msg = f"cannot listen on {listen!r}"
+            msg = f"cannot listen on {listen!r}: the address is invalid or in use"
             raise InvalidArgumentError(msg)
         self.address = f"{host}:{port}"
         self.uri = f"tidemark://{self.address}"
