@@ -203,3 +203,51 @@ def test_an_append_whose_journal_record_is_torn_is_dropped_whole_and_can_be_retr
         retried = client.append("sc/st/0", "w", 3, [b"torn-away"])
         assert (retried.appended, retried.duplicates) == (1, 0)
         assert payloads(client, "sc/st/0") == [b"one", b"two", b"three", b"torn-away"]
+
+
+def _state_of(client: StoreClient, stream: str) -> dict[str, object]:
+    """Everything a reader can observe of a stream: lineage, attributes, watermark per event."""
+    description = client.describe_stream("sc", stream)
+    state: dict[str, object] = {"description": description}
+    for segment in description.segments:
+        name = segment.segment
+        offset, steps = 0, []
+        while True:
+            read = client.read(name, offset, max_bytes=1)  # one event per read
+            steps.append((read.next_offset, read.watermark, read.end_of_segment, read.successors))
+            if read.next_offset == offset:
+                break
+            offset = read.next_offset
+        state[name] = (client.segment_info(name), steps)
+    return state
+
+
+def test_lineage_seals_idle_ticks_and_watermarks_survive_a_restart_and_time_goes_on_after_it(
+    start_store: Callable[..., StoreServer], clock: ManualClock
+) -> None:
+    server = start_store(max_watermark_lag_ms=1_000)
+    client = StoreClient(server.uri, retry_timeout_s=2.0)
+    _seed(client, clock)
+    client.scale_stream("sc", "st", [0], 2)
+    clock.advance(5)
+    client.append("sc/st/1", "w", 0, [b"left"])
+    client.append("sc/st/2", "w", 0, [b"right-0", b"right-1"])
+    client.append("sc/st/2", "w", 2, [b"right-2"])
+    client.scale_stream("sc", "st", [1, 2], 0)
+    clock.advance(1_100)
+    assert server.store.advance_idle_segments() == 1  # sc/st/3, the only open segment
+    client.create_stream("sc", "done", 2)
+    client.seal_stream("sc", "done")
+    before = {stream: _state_of(client, stream) for stream in ("st", "done")}
+    last_time = client.segment_info("sc/st/3").last_write_time
+    client.close()
+    server.stop()
+
+    clock.advance(-100_000)  # the restarted store's clock is behind the one that wrote
+    server = start_store(max_watermark_lag_ms=1_000)
+    with StoreClient(server.uri, retry_timeout_s=2.0) as client:
+        assert {stream: _state_of(client, stream) for stream in ("st", "done")} == before
+        assert payloads(client, "sc/st/2") == [b"right-0", b"right-1", b"right-2"]
+        result = client.append("sc/st/3", "w", 0, [b"after-restart"])
+        assert result.ingestion_time == last_time + 1
+        assert client.read("sc/st/3", 0).watermark == last_time
