@@ -1,0 +1,315 @@
+"""The readers of the ``tidemark`` format: streaming micro-batches and bounded batch reads.
+
+The driver plans offsets (:mod:`spark_adapter.planning`); each task reads
+whole events of its byte ranges straight from the store and returns them as
+Arrow record batches. In the ingestion-time domain every row carries the
+watermark as of the end of its micro-batch, and a batch whose watermark rose
+carries one extra ``kind = 'watermark'`` row, so Spark's watermark advances on
+idle streams too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from connector.client.connection import StoreClient
+from connector.framing import iter_frames
+from connector.reader.events import TimeDomain
+from connector.reader.group_state import GroupState
+from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+from spark_adapter.options import TidemarkOptions
+from spark_adapter.planning import (
+    SegmentRange,
+    SourceOffset,
+    initial_offset,
+    latest_offset,
+    limited_offset,
+    offset_at_cut,
+    ranges_between,
+)
+from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
+
+__all__ = ["TidemarkBatchReader", "TidemarkStreamReader", "batch_reader", "stream_reader"]
+
+_READ_BYTES = 4 * 1024 * 1024
+_ROWS_PER_BATCH = 8192
+
+
+class TidemarkPartition(InputPartition):
+    """What one task reads: byte ranges (a lineage chain, in order) and the batch watermark."""
+
+    def __init__(self, ranges: Sequence[SegmentRange], watermark: int | None, watermark_row: bool = False):
+        super().__init__(None)
+        self.ranges = tuple(ranges)
+        self.watermark = watermark
+        self.watermark_row = watermark_row
+
+    def __repr__(self) -> str:
+        return f"TidemarkPartition({list(self.ranges)!r}, watermark={self.watermark})"
+
+
+class _Reading:
+    """What the stream and batch readers share: options, schema, a lazy client, task reads."""
+
+    def __init__(self, options: TidemarkOptions, schema: StructType):
+        self._options = options
+        self._schema = schema
+        self._client: StoreClient | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"] = None  # a channel does not travel to the workers
+        return state
+
+    @property
+    def _store(self) -> StoreClient:
+        if self._client is None:
+            self._client = StoreClient(self._options.uri)
+        return self._client
+
+    @property
+    def _lag(self) -> int | None:
+        """The lag in ms, or None in the processing-time domain (no watermarks)."""
+        if self._options.time_domain is TimeDomain.INGESTION_TIME:
+            return self._options.max_event_time_lag_ms
+        return None
+
+    def _partitions(self, start: SourceOffset, end: SourceOffset, watermark_row: bool) -> list[TidemarkPartition]:
+        chains = _lineage_chains(self._store, ranges_between(start, end))
+        partitions = [TidemarkPartition(chain, end.watermark) for chain in chains]
+        if watermark_row and end.watermark is not None and (
+            start.watermark is None or end.watermark > start.watermark
+        ):
+            partitions.append(TidemarkPartition((), end.watermark, watermark_row=True))
+        return partitions
+
+    def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
+        """Reads the partition's ranges and yields Arrow record batches of rows."""
+        arrow_schema = _arrow_schema(self._schema)
+        if partition.watermark_row:
+            yield pa.RecordBatch.from_pylist([_watermark_row(partition.watermark)], schema=arrow_schema)
+            return
+        client = StoreClient(self._options.uri)
+        try:
+            rows = _Rows(self._options, partition.watermark)
+            for segment_range in partition.ranges:
+                offset = segment_range.start
+                while offset < segment_range.stop:
+                    result = client.read(
+                        segment_range.segment, offset, max_bytes=min(_READ_BYTES, segment_range.stop - offset)
+                    )
+                    rows.add(segment_range.segment, result.data, result.offset)
+                    offset = result.next_offset
+                    if rows.size >= _ROWS_PER_BATCH:
+                        yield rows.flush(arrow_schema)
+            if rows.size:
+                yield rows.flush(arrow_schema)
+        finally:
+            client.close()
+
+
+class TidemarkStreamReader(_Reading, DataSourceStreamReader):
+    """Micro-batches of a ``tidemark`` stream; offsets are :class:`SourceOffset` dicts."""
+
+    def __init__(self, options: TidemarkOptions, schema: StructType):
+        super().__init__(options, schema)
+        self._frontier: SourceOffset | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_frontier"] = None
+        return state
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
+        """Where a new query starts: ``startingStreamCut``."""
+        cut = self._options.starting_stream_cut
+        start = cut.as_dict() if cut.position == "offsets" else cut.position
+        self._frontier = initial_offset(self._store, self._options.streams, start, self._lag)
+        return self._frontier.to_dict()
+
+    def latestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
+        """The end of the next micro-batch: everything now, or what the trigger limits allow.
+
+        Limits are counted from the previous offset this reader planned; the
+        first batch after a restart is planned without them.
+        """
+        options = self._options
+        limited = options.max_events_per_trigger is not None or options.max_bytes_per_trigger is not None
+        if limited and self._frontier is not None:
+            end = limited_offset(
+                self._store,
+                options.streams,
+                self._frontier,
+                self._lag,
+                options.max_events_per_trigger,
+                options.max_bytes_per_trigger,
+            )
+        else:
+            previous = self._frontier or SourceOffset(GroupState())
+            end = latest_offset(self._store, options.streams, previous, self._lag)
+        self._frontier = end
+        return end.to_dict()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One task per lineage chain of segments, plus one for the watermark row."""
+        end_offset = SourceOffset.from_dict(end)
+        if self._frontier is None:
+            self._frontier = end_offset  # a restarted query replays this batch
+        return self._partitions(SourceOffset.from_dict(start), end_offset, watermark_row=True)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: positions live in Spark's checkpoint."""
+
+    def stop(self) -> None:
+        """Closes the driver's connection; stopping twice is harmless."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class TidemarkBatchReader(_Reading, DataSourceReader):
+    """A bounded read from ``startingStreamCut`` to ``endingStreamCut`` (default: now)."""
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """One task per lineage chain of segments."""
+        options = self._options
+        cut = options.starting_stream_cut
+        start_at = cut.as_dict() if cut.position == "offsets" else cut.position
+        start = initial_offset(self._store, options.streams, start_at, self._lag)
+        ending = options.ending_stream_cut
+        if ending is not None and ending.position == "offsets":
+            end = offset_at_cut(self._store, options.streams, ending.as_dict(), self._lag)
+        else:
+            end = latest_offset(self._store, options.streams, start, self._lag)
+        return self._partitions(start, end, watermark_row=False)
+
+
+def batch_reader(options: TidemarkOptions, schema: StructType) -> DataSourceReader:
+    """A reader of the bounded range ``options`` names."""
+    return TidemarkBatchReader(options, schema)
+
+
+def stream_reader(options: TidemarkOptions, schema: StructType) -> DataSourceStreamReader:
+    """A streaming reader of the streams ``options`` names."""
+    return TidemarkStreamReader(options, schema)
+
+
+# --- rows ---------------------------------------------------------------------
+
+
+class _Rows:
+    """Column buffers for one Arrow batch."""
+
+    def __init__(self, options: TidemarkOptions, watermark: int | None):
+        self._deserializer = options.deserializer
+        assigner = options.assigner()
+        self._assigner: TimestampAssigner[Any] | None = (
+            None if isinstance(assigner, IngestionTimeAssigner) else assigner
+        )
+        self._watermark_us = None if watermark is None else watermark * 1000
+        self._clear()
+
+    def _clear(self) -> None:
+        self.keys: list[str | None] = []
+        self.events: list[Any] = []
+        self.event_times: list[int] = []
+        self.segments: list[str] = []
+        self.offsets: list[int] = []
+        self.ingestion: list[int] = []
+
+    @property
+    def size(self) -> int:
+        return len(self.events)
+
+    def add(self, segment: str, data: bytes, base_offset: int) -> None:
+        decode = self._deserializer != "bytes"
+        parse = self._deserializer == "json" and self._assigner is not None
+        assigner = self._assigner
+        for frame in iter_frames(data, base_offset):
+            payload = frame.payload
+            event = payload.decode() if decode else payload
+            if assigner is None:
+                event_time = frame.ingestion_time
+            else:
+                value = json.loads(event) if parse else event
+                event_time = assigner.extract_timestamp(value, frame.ingestion_time)
+            self.keys.append(getattr(frame, "routing_key", None))
+            self.events.append(event)
+            self.event_times.append(event_time * 1000)
+            self.segments.append(segment)
+            self.offsets.append(frame.offset)
+            self.ingestion.append(frame.ingestion_time * 1000)
+
+    def flush(self, schema: pa.Schema) -> pa.RecordBatch:
+        count = self.size
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(self.keys, pa.string()),
+                pa.array(self.events, schema.field("event").type),
+                pa.array(self.event_times, schema.field("event_time").type),
+                pa.array([self._watermark_us] * count, schema.field("watermark").type),
+                pa.array([KIND_EVENT] * count, pa.string()),
+                pa.array(self.segments, pa.string()),
+                pa.array(self.offsets, pa.int64()),
+                pa.array(self.ingestion, schema.field("ingestion_time").type),
+            ],
+            schema=schema,
+        )
+        self._clear()
+        return batch
+
+
+def _watermark_row(watermark: int | None) -> dict[str, Any]:
+    return {
+        "routing_key": None,
+        "event": None,
+        "event_time": None,
+        "watermark": None if watermark is None else watermark * 1000,
+        "kind": KIND_WATERMARK,
+        "segment": None,
+        "offset": None,
+        "ingestion_time": None,
+    }
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow form of the source schema (timestamps in microseconds, UTC)."""
+    types = {
+        "StringType()": pa.string(),
+        "BinaryType()": pa.binary(),
+        "LongType()": pa.int64(),
+        "TimestampType()": pa.timestamp("us", tz="UTC"),
+    }
+    return pa.schema([pa.field(f.name, types[repr(f.dataType)], nullable=True) for f in schema.fields])
+
+
+def _lineage_chains(client: StoreClient, ranges: Sequence[SegmentRange]) -> list[list[SegmentRange]]:
+    """Groups ranges so a successor is read after its predecessors, in one task."""
+    if not ranges:
+        return []
+    parent = {r.segment: r.segment for r in ranges}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    streams = {r.segment.rsplit("/", 1)[0] for r in ranges}
+    for stream in streams:
+        scope, name = stream.split("/")
+        for description in client.describe_stream(scope, name).segments:
+            if description.segment not in parent:
+                continue
+            for predecessor in description.predecessors:
+                if predecessor in parent:
+                    parent[root(description.segment)] = root(predecessor)
+    chains: dict[str, list[SegmentRange]] = {}
+    for segment_range in ranges:  # ranges come ordered by segment number
+        chains.setdefault(root(segment_range.segment), []).append(segment_range)
+    return list(chains.values())
