@@ -6,11 +6,14 @@ A segment watermark ``W`` after offset ``o`` promises that no event after ``o``
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
@@ -178,6 +181,34 @@ def test_idle_advancer_ticks_idle_segments_by_itself_and_leaves_recent_ones_alon
     wait_until(lambda: _tail(client, late).watermark == late_tick - 1, what="late's idle tick")
     assert _tail(client, early).watermark == START + LAG_MS
     client.close()
+
+
+def test_concurrent_appends_land_whole_each_with_its_own_rising_ingestion_time(
+    store_client: StoreClient,
+) -> None:
+    [segment] = _new_stream(store_client)
+    writers, appends = 6, 30
+
+    def write(writer: int) -> None:
+        for n in range(appends):
+            events = [f"{writer}:{n}:{i}".encode() for i in range(3)]
+            store_client.append(segment, f"w{writer}", 3 * n, events)
+
+    with ThreadPoolExecutor(max_workers=writers) as executor:
+        for done in [executor.submit(write, w) for w in range(writers)]:
+            done.result(timeout=30)
+
+    frames = read_frames(store_client, segment)
+    assert len(frames) == writers * appends * 3
+    times = [f.ingestion_time for f in frames]
+    assert len(set(times)) == writers * appends  # the stalled clock still gives each append a time
+    assert times == sorted(times) and times[0] == START + 1
+    for start in range(0, len(frames), 3):  # each append is contiguous: one writer, one time
+        batch = [f.payload.decode().split(":") for f in frames[start : start + 3]]
+        assert len({(w, n) for w, n, _ in batch}) == 1 and len(set(times[start : start + 3])) == 1
+    for writer in range(writers):
+        mine = [f.payload for f in frames if f.payload.startswith(f"{writer}:".encode())]
+        assert mine == [f"{writer}:{n}:{i}".encode() for n in range(appends) for i in range(3)]
 
 
 # --- sealing and scaling ----------------------------------------------------
@@ -407,3 +438,56 @@ def test_watermark_after_a_read_ending_mid_batch_is_the_previous_batch_s(
     inside_third = store_client.read(segment, second.write_offset, max_bytes=frame)
     assert inside_third.watermark == tick - 1 < third.ingestion_time - 1
     assert store_client.read(segment, 0, max_bytes=first.write_offset).watermark == START + 9
+
+
+# --- the promise, over random histories ------------------------------------
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("append"),
+            st.integers(-3_000, 3_000),
+            st.lists(st.integers(0, 40), min_size=1, max_size=6),
+        ),
+        st.tuples(st.just("tick"), st.integers(LAG_MS + 1, 3 * LAG_MS), st.just([])),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def test_every_read_watermark_is_below_every_later_event_s_ingestion_time(
+    store_server: StoreServer, store_client: StoreClient, clock: ManualClock
+) -> None:
+    streams = itertools.count()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(steps=_steps, budget=st.integers(1, 200))
+    def check(steps: list[tuple[str, int, list[int]]], budget: int) -> None:
+        [segment] = _new_stream(store_client, f"p{next(streams)}")
+        number = 0
+        for kind, step, sizes in steps:
+            clock.advance(step)  # may stall or step back
+            if kind == "tick":
+                store_server.store.advance_idle_segments()
+            else:
+                events = [bytes([number % 256]) * size for size in sizes]
+                store_client.append(segment, "w", number, events)
+                number += len(events)
+        frames = read_frames(store_client, segment)
+        end = store_client.segment_info(segment).write_offset
+        offset, previous, seen = 0, START - 1, []
+        while offset < end:
+            read = store_client.read(segment, offset, max_bytes=budget)
+            assert read.next_offset > offset  # at least one whole event
+            seen.extend(iter_frames(read.data, offset))
+            later = [f.ingestion_time for f in frames if f.offset >= read.next_offset]
+            assert all(read.watermark < t for t in later), (read.watermark, later)
+            assert read.watermark >= previous  # never steps back along the segment
+            previous, offset = read.watermark, read.next_offset
+        assert seen == frames and len(frames) == number
+        assert store_client.read(segment, end).watermark >= previous
+        times = [f.ingestion_time for f in frames]
+        assert times == sorted(times)
+
+    check()
