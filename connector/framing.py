@@ -1,10 +1,11 @@
 """The on-disk and on-wire frame of one event.
 
-A frame is a 16-byte header followed by the payload::
+A frame is a 16-byte header followed by a body::
 
-    u32 payload length | u32 crc32 of (time, payload) | i64 ingestion time ms
+    header: u32 body length | u32 crc32 of (time, body) | i64 ingestion time ms
+    body:   u16 routing key length | routing key (UTF-8) | payload
 
-little-endian. The store writes frames to a segment's data file and serves
+little-endian; an empty routing key stands for none. The store writes frames to a segment's data file and serves
 them unchanged, so offsets are byte positions of frames. The checksum lets
 recovery cut a torn tail and lets readers detect corruption.
 """
@@ -13,15 +14,27 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from connector.errors import TidemarkError
 
-__all__ = ["HEADER", "CorruptFrameError", "Frame", "encode_frames", "iter_frames", "valid_prefix"]
+__all__ = [
+    "HEADER",
+    "MAX_ROUTING_KEY_BYTES",
+    "CorruptFrameError",
+    "Frame",
+    "encode_frames",
+    "iter_frames",
+    "valid_prefix",
+]
 
 HEADER = struct.Struct("<IIq")
 _TIME = struct.Struct("<q")
+_KEY_LENGTH = struct.Struct("<H")
+_NO_KEY = _KEY_LENGTH.pack(0)
+#: The longest routing key, in UTF-8 bytes.
+MAX_ROUTING_KEY_BYTES = 0xFFFF
 
 
 class CorruptFrameError(TidemarkError):
@@ -29,23 +42,39 @@ class CorruptFrameError(TidemarkError):
 
 
 class Frame(NamedTuple):
-    """One decoded event: where it starts, when it was ingested, its payload."""
+    """One decoded event: where it starts and ends, when it was ingested, its key and payload."""
 
     offset: int
     ingestion_time: int
     payload: bytes
+    routing_key: str | None = None
+    end: int = 0
 
 
-def encode_frames(payloads: Iterable[bytes], ingestion_time: int) -> bytes:
-    """Frames ``payloads`` that share one ingestion time into one byte string."""
-    time_bytes = _TIME.pack(ingestion_time)
-    time_crc = zlib.crc32(time_bytes)
+def _key_prefix(routing_key: str | None) -> bytes:
+    if not routing_key:
+        return _NO_KEY
+    encoded = routing_key.encode()
+    if len(encoded) > MAX_ROUTING_KEY_BYTES:
+        msg = f"routing key {routing_key[:40]!r}... has {len(encoded)} bytes, over {MAX_ROUTING_KEY_BYTES}"
+        raise CorruptFrameError(msg)
+    return _KEY_LENGTH.pack(len(encoded)) + encoded
+
+
+def encode_frames(
+    payloads: Sequence[bytes], ingestion_time: int, routing_keys: Sequence[str | None] | None = None
+) -> bytes:
+    """Frames ``payloads`` (with their routing keys) that share one ingestion time."""
+    time_crc = zlib.crc32(_TIME.pack(ingestion_time))
     pack = HEADER.pack
     crc32 = zlib.crc32
     parts: list[bytes] = []
     append = parts.append
-    for payload in payloads:
-        append(pack(len(payload), crc32(payload, time_crc), ingestion_time))
+    keys: Iterable[str | None] = routing_keys if routing_keys else (None,) * len(payloads)
+    for payload, key in zip(payloads, keys, strict=True):
+        prefix = _key_prefix(key)
+        append(pack(len(prefix) + len(payload), crc32(payload, crc32(prefix, time_crc)), ingestion_time))
+        append(prefix)
         append(payload)
     return b"".join(parts)
 
@@ -77,15 +106,17 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
         if stop > end:
             msg = f"frame at offset {base_offset + pos} claims {length} bytes, {end - start} remain"
             raise CorruptFrameError(msg)
-        payload = data[start:stop]
+        body = data[start:stop]
         if verify:
             if time_ms != last_time:
                 last_time = time_ms
                 time_crc = crc32(pack_time(time_ms))
-            if crc32(payload, time_crc) != crc:
+            if crc32(body, time_crc) != crc:
                 msg = f"checksum mismatch in frame at offset {base_offset + pos}"
                 raise CorruptFrameError(msg)
-        yield Frame(base_offset + pos, time_ms, payload)
+        key_length = body[0] | (body[1] << 8)
+        key = body[2 : 2 + key_length].decode() if key_length else None
+        yield Frame(base_offset + pos, time_ms, body[2 + key_length :], key, base_offset + stop)
         pos = stop
 
 

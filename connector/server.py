@@ -159,7 +159,11 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         result = _call(
             context,
             lambda: self._store.append(
-                request.segment, request.writer_id, request.first_event_number, request.events
+                request.segment,
+                request.writer_id,
+                request.first_event_number,
+                request.events,
+                request.routing_keys,
             ),
         )
         return _pb.AppendResponse(

@@ -20,7 +20,7 @@ from typing import Any
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.framing import HEADER, iter_frames
+from connector.framing import iter_frames
 from connector.model import StreamDescription
 from connector.names import StreamId
 from connector.reader.events import END_OF_TIME
@@ -183,7 +183,7 @@ def limited_offset(
                 frames = frames[:-1] if len(frames) > 1 else frames  # one oversized event is let through
             if events_left is not None:
                 frames = frames[:events_left]
-            stop = frames[-1].offset + HEADER.size + len(frames[-1].payload) if frames else cursor.offset
+            stop = frames[-1].end if frames else cursor.offset
             whole = stop == result.next_offset
             watermark = result.watermark if whole else frames[-1].ingestion_time - 1 if frames else cursor.watermark
             if stop > cursor.offset:

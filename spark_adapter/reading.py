@@ -239,7 +239,7 @@ class _Rows:
             else:
                 value = json.loads(event) if parse else event
                 event_time = assigner.extract_timestamp(value, frame.ingestion_time)
-            self.keys.append(getattr(frame, "routing_key", None))
+            self.keys.append(frame.routing_key)
             self.events.append(event)
             self.event_times.append(event_time * 1000)
             self.segments.append(segment)

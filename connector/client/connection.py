@@ -134,14 +134,23 @@ class StoreClient:
     # --- segments -------------------------------------------------------------
 
     def append(
-        self, segment: str, writer_id: str, first_event_number: int, events: Sequence[bytes]
+        self,
+        segment: str,
+        writer_id: str,
+        first_event_number: int,
+        events: Sequence[bytes],
+        routing_keys: Sequence[str] | None = None,
     ) -> AppendResult:
-        """Appends a batch; durable on return. Retried safely (the store deduplicates)."""
+        """Appends a batch; durable on return. Retried safely (the store deduplicates).
+
+        ``routing_keys``, one per event (``""`` for none), are stored with the events.
+        """
         request = _pb.AppendRequest(
             segment=segment,
             writer_id=writer_id,
             first_event_number=first_event_number,
             events=events,
+            routing_keys=routing_keys or (),
         )
         response = self._invoke(self._stub.AppendEvents, request, retry=True)
         return AppendResult(

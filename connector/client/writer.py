@@ -43,11 +43,12 @@ class WriterConfig:
 
 
 class _Batch:
-    __slots__ = ("events", "positions", "size")
+    __slots__ = ("events", "keys", "positions", "size")
 
     def __init__(self) -> None:
         self.events: list[bytes] = []
         self.positions: list[float] = []
+        self.keys: list[str] = []
         self.size = 0
 
 
@@ -89,7 +90,7 @@ class EventWriter(Generic[T]):
         if self._closed:
             msg = f"writer {self.writer_id!r} is closed"
             raise TidemarkError(msg)
-        self._queue(self._serializer.serialize(event), key_position(routing_key))
+        self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
     def flush(self) -> None:
         """Sends every queued event; returns once all are durable.
@@ -118,13 +119,14 @@ class EventWriter(Generic[T]):
 
     # --- internals ------------------------------------------------------------
 
-    def _queue(self, data: bytes, position: float) -> None:
+    def _queue(self, data: bytes, position: float, key: str) -> None:
         segment = self._segments[bisect_right(self._lows, position) - 1].segment
         batch = self._batches.get(segment)
         if batch is None:
             batch = self._batches[segment] = _Batch()
         batch.events.append(data)
         batch.positions.append(position)
+        batch.keys.append(key)
         batch.size += len(data)
         config = self._config
         if batch.size >= config.max_batch_bytes or len(batch.events) >= config.max_batch_events:
@@ -134,7 +136,8 @@ class EventWriter(Generic[T]):
         batch = self._batches.pop(segment)
         first = self._next_number.get(segment, 0)
         try:
-            self._client.append(segment, self.writer_id, first, batch.events)
+            keys = batch.keys if any(batch.keys) else None
+            self._client.append(segment, self.writer_id, first, batch.events, keys)
         except SegmentSealedError:
             self._reroute_after_scaling(batch)
             return
@@ -151,8 +154,8 @@ class EventWriter(Generic[T]):
             self._batches.pop(name) for name in list(self._batches) if name not in open_names
         ]
         for batch in stranded:
-            for data, position in zip(batch.events, batch.positions, strict=True):
-                self._queue(data, position)
+            for data, position, key in zip(batch.events, batch.positions, batch.keys, strict=True):
+                self._queue(data, position, key)
 
     def _refresh(self) -> None:
         description = self._client.describe_stream(self.stream.scope, self.stream.stream)

@@ -56,7 +56,7 @@ class EventRead(Generic[T]):
 
     For an event: ``event`` is the deserialized value, ``event_time`` the time
     the timestamp assigner gave it, ``ingestion_time`` when the store took it,
-    ``position`` where it is. For a watermark: ``watermark`` (epoch ms) promises
+    ``position`` where it is, ``routing_key`` the key it was written with. For a watermark: ``watermark`` (epoch ms) promises
     that every later event from this reader has an ingestion time above
     ``watermark + max_event_time_lag``; watermarks a reader yields strictly ascend.
     """
@@ -65,6 +65,7 @@ class EventRead(Generic[T]):
     event_time: int | None = None
     ingestion_time: int | None = None
     position: Position | None = None
+    routing_key: str | None = None
     watermark: int | None = None
 
     @property
@@ -78,9 +79,16 @@ class EventRead(Generic[T]):
         return self.watermark is not None
 
     @classmethod
-    def of_event(cls, event: T, event_time: int, ingestion_time: int, position: Position) -> EventRead[T]:
+    def of_event(
+        cls,
+        event: T,
+        event_time: int,
+        ingestion_time: int,
+        position: Position,
+        routing_key: str | None = None,
+    ) -> EventRead[T]:
         """An event read."""
-        return cls(event, event_time, ingestion_time, position)
+        return cls(event, event_time, ingestion_time, position, routing_key)
 
     @classmethod
     def of_watermark(cls, watermark: int) -> EventRead[Any]:

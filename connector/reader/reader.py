@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from connector.client.serializers import Serializer
 from connector.errors import InvalidArgumentError
-from connector.framing import HEADER, Frame, iter_frames
+from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
 from connector.names import SegmentId
 from connector.reader.events import EventRead, Position, ReaderConfig, TimeDomain
@@ -74,7 +74,7 @@ class _SegmentInput:
 
     def take(self) -> Frame:
         frame = self.frames.popleft()
-        self.consumed_offset = frame.offset + HEADER.size + len(frame.payload)
+        self.consumed_offset = frame.end
         # Later frames were ingested at or after this one: time - 1 is a valid watermark.
         after = self.buffer_watermark if not self.frames else frame.ingestion_time - 1
         self.consumed_watermark = max(self.consumed_watermark, after)
@@ -213,7 +213,11 @@ class EventReader(Generic[T]):
                 event_time = self.config.timestamp_assigner.extract_timestamp(event, frame.ingestion_time)
                 source.take()
                 return EventRead.of_event(
-                    event, event_time, frame.ingestion_time, Position(segment, frame.offset)
+                    event,
+                    event_time,
+                    frame.ingestion_time,
+                    Position(segment, frame.offset),
+                    frame.routing_key,
                 )
         return None
 

@@ -35,7 +35,7 @@ from connector.errors import (
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.framing import HEADER, encode_frames
+from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES, encode_frames
 from connector.model import (
     AppendResult,
     ReadResult,
@@ -262,7 +262,12 @@ class SegmentStore:
     # --- data -----------------------------------------------------------------
 
     def append(
-        self, segment: str, writer_id: str, first_event_number: int, events: Sequence[bytes]
+        self,
+        segment: str,
+        writer_id: str,
+        first_event_number: int,
+        events: Sequence[bytes],
+        routing_keys: Sequence[str] | None = None,
     ) -> AppendResult:
         """Appends ``events`` and returns once they are durable.
 
@@ -285,6 +290,16 @@ class SegmentStore:
         if not events:
             msg = f"an append to {segment!r} needs at least one event"
             raise InvalidArgumentError(msg)
+        if routing_keys and len(routing_keys) != len(events):
+            msg = (
+                f"an append to {segment!r} has {len(routing_keys)} routing keys for "
+                f"{len(events)} events: give none or one per event"
+            )
+            raise InvalidArgumentError(msg)
+        for key in routing_keys or ():
+            if len(key.encode()) > MAX_ROUTING_KEY_BYTES:
+                msg = f"routing key {key[:40]!r}... is over {MAX_ROUTING_KEY_BYTES} bytes"
+                raise InvalidArgumentError(msg)
         limit = self.config.max_event_size
         for position, event in enumerate(events):
             if len(event) > limit:
@@ -295,12 +310,17 @@ class SegmentStore:
                 raise ResourceExhaustedError(msg)
 
         def prepare() -> _Publish:
-            return self._prepare_append(target, writer_id, first_event_number, events)
+            return self._prepare_append(target, writer_id, first_event_number, events, routing_keys)
 
         return self._submit(prepare, barrier=False)
 
     def _prepare_append(
-        self, target: Segment, writer_id: str, first: int, events: Sequence[bytes]
+        self,
+        target: Segment,
+        writer_id: str,
+        first: int,
+        events: Sequence[bytes],
+        routing_keys: Sequence[str] | None,
     ) -> _Publish:
         if target.pending_sealed:
             msg = f"segment {target.name!r} is sealed"
@@ -318,7 +338,8 @@ class SegmentStore:
             end = target.pending_end
             return lambda: AppendResult(end, 0, 0, duplicates)
         time_ms = target.next_time(self._clock.now_ms())
-        end = target.write(encode_frames(fresh, time_ms))
+        keys = routing_keys[expected - first :] if routing_keys else None
+        end = target.write(encode_frames(fresh, time_ms, keys))
         last = first + len(events) - 1
         target.writer_numbers[writer_id] = last
         self._dirty.add(target)
