@@ -11,7 +11,8 @@ COMMITTED = REPO_ROOT / "connector" / "_proto"
 
 
 def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("proto_generate", REPO_ROOT / "proto" / "generate.py")
+    path = REPO_ROOT / "proto" / "generate.py"
+    spec = importlib.util.spec_from_file_location("proto_generate", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from connector.client import StoreClient
-from connector.framing import Frame, iter_frames
+from connector.framing import Frame, encode_frames, iter_frames
 
 
 def read_frames(client: StoreClient, segment: str, offset: int = 0) -> list[Frame]:
@@ -21,3 +21,8 @@ def read_frames(client: StoreClient, segment: str, offset: int = 0) -> list[Fram
 def payloads(client: StoreClient, segment: str) -> list[bytes]:
     """The payloads of every event of ``segment``, in order."""
     return [frame.payload for frame in read_frames(client, segment)]
+
+
+def frame_size(payload: bytes) -> int:
+    """How many bytes one event with ``payload`` (and no routing key) takes in a segment."""
+    return len(encode_frames([payload], 0))

@@ -50,7 +50,8 @@ def test_writer_sends_every_event_of_a_key_to_the_segment_owning_it_in_order(
 ) -> None:
     description = _stream(store_client, 4)
     keys = [f"sensor-{n}" for n in range(16)]
-    with EventWriter(store_client, "sc/st", JsonSerializer(), config=WriterConfig(max_batch_events=7)) as writer:
+    config = WriterConfig(max_batch_events=7)
+    with EventWriter(store_client, "sc/st", JsonSerializer(), config=config) as writer:
         for seq in range(10):
             for key in keys:
                 writer.write_event({"key": key, "seq": seq}, routing_key=key)
@@ -68,7 +69,8 @@ def test_writer_sends_a_segment_s_batch_once_it_holds_max_batch_events(
     store_client: StoreClient,
 ) -> None:
     [segment] = (s.segment for s in _stream(store_client, 1).segments)
-    writer = EventWriter(store_client, "sc/st", BytesSerializer(), config=WriterConfig(max_batch_events=10))
+    config = WriterConfig(max_batch_events=10)
+    writer = EventWriter(store_client, "sc/st", BytesSerializer(), config=config)
     for n in range(25):
         writer.write_event(b"e%02d" % n, routing_key="k")
 
@@ -85,7 +87,8 @@ def test_writer_sends_a_segment_s_batch_once_it_holds_max_batch_bytes(
     store_client: StoreClient,
 ) -> None:
     [segment] = (s.segment for s in _stream(store_client, 1).segments)
-    writer = EventWriter(store_client, "sc/st", BytesSerializer(), config=WriterConfig(max_batch_bytes=100))
+    config = WriterConfig(max_batch_bytes=100)
+    writer = EventWriter(store_client, "sc/st", BytesSerializer(), config=config)
     for n in range(9):
         writer.write_event(bytes([n]) * 30, routing_key="k")
 
@@ -159,7 +162,8 @@ def test_a_new_writer_with_an_old_writer_s_id_skips_the_events_already_stored(
 
 @pytest.mark.parametrize("config", [(0, 1), (1, 0), (-5, 10)])
 def test_writer_config_rejects_limits_that_are_not_positive(config: tuple[int, int]) -> None:
-    with pytest.raises(InvalidArgumentError, match=f"got {config[0]!r} bytes, {config[1]!r} events"):
+    expected = f"got {config[0]!r} bytes, {config[1]!r} events"
+    with pytest.raises(InvalidArgumentError, match=expected):
         WriterConfig(*config)
 
 
@@ -186,7 +190,8 @@ def test_no_event_is_lost_and_key_order_holds_across_a_split_and_a_merge_during_
 
     def write() -> None:
         nonlocal written
-        writer = EventWriter(store_client, "sc/st", JsonSerializer(), config=WriterConfig(max_batch_events=7))
+        config = WriterConfig(max_batch_events=7)
+        writer = EventWriter(store_client, "sc/st", JsonSerializer(), config=config)
         try:
             while not stop_at or written < stop_at[0]:
                 key = keys[written % len(keys)]
@@ -280,5 +285,6 @@ def test_serializers_are_found_by_name_and_an_unknown_name_is_rejected() -> None
         StringSerializer,
         JsonSerializer,
     ]
-    with pytest.raises(InvalidArgumentError, match=r"unknown serializer 'xml': use one of \['bytes', 'json', 'string'\]"):
+    expected = r"unknown serializer 'xml': use one of \['bytes', 'json', 'string'\]"
+    with pytest.raises(InvalidArgumentError, match=expected):
         serializer_named("xml")

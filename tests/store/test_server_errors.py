@@ -27,10 +27,9 @@ from connector.errors import (
     SegmentSealedError,
     TidemarkError,
 )
-from connector.framing import HEADER
 from connector.server import StoreServer
 
-from . import payloads
+from . import frame_size, payloads
 
 MAX_EVENT = 1024
 STORED = {
@@ -85,14 +84,15 @@ def _status(call: Callable[..., object], request: object) -> grpc.RpcError:
 
 
 def _expect(
-    raw: tuple[Callable[..., object], object],
+    raw_call: Callable[..., object],
+    raw_request: object,
     client_call: Callable[[], object],
     code: grpc.StatusCode,
     error_type: type[TidemarkError],
     *named: str,
 ) -> TidemarkError:
     """Checks the raw status and the client's exception; both messages name every ``named``."""
-    error = _status(*raw)
+    error = _status(raw_call, raw_request)
     assert error.code() == code, error.details()
     for value in named:
         assert value in error.details(), f"{value!r} not named in {error.details()!r}"
@@ -109,7 +109,8 @@ def _expect(
 
 def test_creating_a_stream_in_an_unknown_scope_is_not_found(store: Store) -> None:
     _expect(
-        (store.stub.CreateStream, pb.CreateStreamRequest(scope="ghost", stream="s", segment_count=1)),
+        store.stub.CreateStream,
+        pb.CreateStreamRequest(scope="ghost", stream="s", segment_count=1),
         lambda: store.client.create_stream("ghost", "s", 1),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
@@ -119,14 +120,16 @@ def test_creating_a_stream_in_an_unknown_scope_is_not_found(store: Store) -> Non
 
 def test_an_unknown_stream_is_not_found(store: Store) -> None:
     _expect(
-        (store.stub.DescribeStream, pb.DescribeStreamRequest(scope="sc", stream="ghost")),
+        store.stub.DescribeStream,
+        pb.DescribeStreamRequest(scope="sc", stream="ghost"),
         lambda: store.client.describe_stream("sc", "ghost"),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
         "sc/ghost",
     )
     _expect(
-        (store.stub.ScaleStream, pb.ScaleStreamRequest(scope="sc", stream="ghost", sealed_segments=[0], split_count=2)),
+        store.stub.ScaleStream,
+        pb.ScaleStreamRequest(scope="sc", stream="ghost", sealed_segments=[0], split_count=2),
         lambda: store.client.scale_stream("sc", "ghost", [0], 2),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
@@ -136,21 +139,24 @@ def test_an_unknown_stream_is_not_found(store: Store) -> None:
 
 def test_an_unknown_segment_is_not_found_for_reads_appends_and_info(store: Store) -> None:
     _expect(
-        (store.stub.ReadSegment, pb.ReadRequest(segment="sc/st/99", offset=0, max_bytes=100)),
+        store.stub.ReadSegment,
+        pb.ReadRequest(segment="sc/st/99", offset=0, max_bytes=100),
         lambda: store.client.read("sc/st/99", 0),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
         "sc/st/99",
     )
     _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/st/99", writer_id="w", events=[b"x"])),
+        store.stub.AppendEvents,
+        pb.AppendRequest(segment="sc/st/99", writer_id="w", events=[b"x"]),
         lambda: store.client.append("sc/st/99", "w", 0, [b"x"]),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
         "sc/st/99",
     )
     _expect(
-        (store.stub.GetSegmentInfo, pb.SegmentInfoRequest(segment="ghost/st/0")),
+        store.stub.GetSegmentInfo,
+        pb.SegmentInfoRequest(segment="ghost/st/0"),
         lambda: store.client.segment_info("ghost/st/0"),
         grpc.StatusCode.NOT_FOUND,
         NotFoundError,
@@ -163,16 +169,18 @@ def test_an_unknown_segment_is_not_found_for_reads_appends_and_info(store: Store
 
 def test_an_offset_inside_an_event_is_an_invalid_argument(store: Store) -> None:
     _expect(
-        (store.stub.ReadSegment, pb.ReadRequest(segment="sc/st/0", offset=5, max_bytes=100)),
+        store.stub.ReadSegment,
+        pb.ReadRequest(segment="sc/st/0", offset=5, max_bytes=100),
         lambda: store.client.read("sc/st/0", 5),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
         "offset 5",
         "sc/st/0",
     )
-    inside_second = HEADER.size + 6 + 3
+    inside_second = frame_size(b"zero-0") + 3
     _expect(
-        (store.stub.ReadSegment, pb.ReadRequest(segment="sc/st/0", offset=inside_second, max_bytes=100)),
+        store.stub.ReadSegment,
+        pb.ReadRequest(segment="sc/st/0", offset=inside_second, max_bytes=100),
         lambda: store.client.read("sc/st/0", inside_second),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
@@ -182,9 +190,10 @@ def test_an_offset_inside_an_event_is_an_invalid_argument(store: Store) -> None:
 
 def test_an_offset_past_the_end_or_negative_is_an_invalid_argument(store: Store) -> None:
     end = store.client.segment_info("sc/st/0").write_offset
-    for offset in (end + 1, end + HEADER.size + 6, -1):
+    for offset in (end + 1, end + frame_size(b"zero-3"), -1):
         _expect(
-            (store.stub.ReadSegment, pb.ReadRequest(segment="sc/st/0", offset=offset, max_bytes=100)),
+            store.stub.ReadSegment,
+            pb.ReadRequest(segment="sc/st/0", offset=offset, max_bytes=100),
             lambda offset=offset: store.client.read("sc/st/0", offset),
             grpc.StatusCode.INVALID_ARGUMENT,
             InvalidArgumentError,
@@ -201,7 +210,8 @@ def test_an_event_over_the_size_limit_is_resource_exhausted_and_its_batch_not_st
 ) -> None:
     batch = [b"fits", b"x" * (MAX_EVENT + 1)]
     _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/st/2", writer_id="w", events=batch)),
+        store.stub.AppendEvents,
+        pb.AppendRequest(segment="sc/st/2", writer_id="w", events=batch),
         lambda: store.client.append("sc/st/2", "w", 0, batch),
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         ResourceExhaustedError,
@@ -210,24 +220,87 @@ def test_an_event_over_the_size_limit_is_resource_exhausted_and_its_batch_not_st
     )
     assert store.client.segment_info("sc/st/2").write_offset == 0
     [big] = store.client.create_stream("sc", "big", 1).segments
-    assert store.client.append(big.segment, "w", 0, [b"y" * MAX_EVENT]).appended == 1  # at the limit
+    at_limit = store.client.append(big.segment, "w", 0, [b"y" * MAX_EVENT])
+    assert at_limit.appended == 1
 
 
 @pytest.mark.parametrize("name", ["", "has space", "a/b", "-leading-dash", "x" * 101, "ünïcode"])
 def test_invalid_scope_and_stream_names_are_invalid_arguments(store: Store, name: str) -> None:
     _expect(
-        (store.stub.CreateScope, pb.CreateScopeRequest(scope=name)),
+        store.stub.CreateScope,
+        pb.CreateScopeRequest(scope=name),
         lambda: store.client.create_scope(name),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
         f"invalid scope name {name!r}",
     )
     _expect(
-        (store.stub.CreateStream, pb.CreateStreamRequest(scope="sc", stream=name, segment_count=1)),
+        store.stub.CreateStream,
+        pb.CreateStreamRequest(scope="sc", stream=name, segment_count=1),
         lambda: store.client.create_stream("sc", name, 1),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
         f"invalid stream name {name!r}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("writer_id", "first", "events", "named"),
+    [
+        ("", 0, [b"x"], "writer_id must be 1 to 256 characters, got ''"),
+        ("w" * 257, 0, [b"x"], "writer_id must be 1 to 256 characters"),
+        ("w", -1, [b"x"], "first_event_number must be >= 0, got -1"),
+        ("w", 0, [], "an append to 'sc/st/2' needs at least one event"),
+    ],
+)
+def test_an_append_without_writer_id_events_or_with_a_negative_number_is_invalid(
+    store: Store, writer_id: str, first: int, events: list[bytes], named: str
+) -> None:
+    request = pb.AppendRequest(
+        segment="sc/st/2", writer_id=writer_id, first_event_number=first, events=events
+    )
+    _expect(
+        store.stub.AppendEvents,
+        request,
+        lambda: store.client.append("sc/st/2", writer_id, first, events),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        InvalidArgumentError,
+        named,
+    )
+
+
+@pytest.mark.parametrize("segment", ["sc/st", "sc/st/x", "sc/st/0/1", "sc/st/-1", "bad name/st/0"])
+def test_a_malformed_segment_name_is_an_invalid_argument(store: Store, segment: str) -> None:
+    _expect(
+        store.stub.ReadSegment,
+        pb.ReadRequest(segment=segment, offset=0, max_bytes=100),
+        lambda: store.client.read(segment, 0),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        InvalidArgumentError,
+        repr(segment.split("/")[0]) if segment.startswith("bad") else repr(segment),
+    )
+
+
+@pytest.mark.parametrize("count", [0, -2, 65])
+def test_a_segment_count_out_of_range_is_an_invalid_argument(store: Store, count: int) -> None:
+    _expect(
+        store.stub.CreateStream,
+        pb.CreateStreamRequest(scope="sc", stream="new", segment_count=count),
+        lambda: store.client.create_stream("sc", "new", count),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        InvalidArgumentError,
+        f"segment_count must be 1 to 64, got {count!r}",
+    )
+
+
+def test_a_read_budget_that_is_not_positive_is_an_invalid_argument(store: Store) -> None:
+    _expect(
+        store.stub.ReadSegment,
+        pb.ReadRequest(segment="sc/st/0", offset=0),
+        lambda: store.client.read("sc/st/0", 0, max_bytes=0),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        InvalidArgumentError,
+        "max_bytes must be > 0, got 0",
     )
 
 
@@ -236,7 +309,10 @@ def test_invalid_scope_and_stream_names_are_invalid_arguments(store: Store, name
 
 def test_appending_to_a_sealed_segment_fails_its_precondition(store: Store) -> None:
     error = _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/done/0", writer_id="seed", first_event_number=2, events=[b"late"])),
+        store.stub.AppendEvents,
+        pb.AppendRequest(
+            segment="sc/done/0", writer_id="seed", first_event_number=2, events=[b"late"]
+        ),
         lambda: store.client.append("sc/done/0", "seed", 2, [b"late"]),
         grpc.StatusCode.FAILED_PRECONDITION,
         SegmentSealedError,
@@ -246,7 +322,8 @@ def test_appending_to_a_sealed_segment_fails_its_precondition(store: Store) -> N
     assert isinstance(error, FailedPreconditionError)
     store.client.scale_stream("sc", "st", [2], 2)  # seals sc/st/2, successors 3 and 4
     _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/st/2", writer_id="w", events=[b"x"])),
+        store.stub.AppendEvents,
+        pb.AppendRequest(segment="sc/st/2", writer_id="w", events=[b"x"]),
         lambda: store.client.append("sc/st/2", "w", 0, [b"x"]),
         grpc.StatusCode.FAILED_PRECONDITION,
         SegmentSealedError,
@@ -271,7 +348,8 @@ def test_the_client_s_segment_sealed_error_names_the_segment_and_its_successors(
 
 def test_scaling_a_sealed_segment_fails_its_precondition(store: Store) -> None:
     _expect(
-        (store.stub.ScaleStream, pb.ScaleStreamRequest(scope="sc", stream="done", sealed_segments=[0], split_count=2)),
+        store.stub.ScaleStream,
+        pb.ScaleStreamRequest(scope="sc", stream="done", sealed_segments=[0], split_count=2),
         lambda: store.client.scale_stream("sc", "done", [0], 2),
         grpc.StatusCode.FAILED_PRECONDITION,
         SegmentSealedError,
@@ -279,7 +357,8 @@ def test_scaling_a_sealed_segment_fails_its_precondition(store: Store) -> None:
         "sealed already",
     )
     _expect(
-        (store.stub.SealStream, pb.SealStreamRequest(scope="sc", stream="done")),
+        store.stub.SealStream,
+        pb.SealStreamRequest(scope="sc", stream="done"),
         lambda: store.client.seal_stream("sc", "done"),
         grpc.StatusCode.FAILED_PRECONDITION,
         FailedPreconditionError,
@@ -289,14 +368,16 @@ def test_scaling_a_sealed_segment_fails_its_precondition(store: Store) -> None:
 
 def test_an_existing_scope_or_stream_already_exists(store: Store) -> None:
     _expect(
-        (store.stub.CreateScope, pb.CreateScopeRequest(scope="sc")),
+        store.stub.CreateScope,
+        pb.CreateScopeRequest(scope="sc"),
         lambda: store.client.create_scope("sc"),
         grpc.StatusCode.ALREADY_EXISTS,
         AlreadyExistsError,
         "'sc'",
     )
     _expect(
-        (store.stub.CreateStream, pb.CreateStreamRequest(scope="sc", stream="st", segment_count=5)),
+        store.stub.CreateStream,
+        pb.CreateStreamRequest(scope="sc", stream="st", segment_count=5),
         lambda: store.client.create_stream("sc", "st", 5),
         grpc.StatusCode.ALREADY_EXISTS,
         AlreadyExistsError,
@@ -307,7 +388,8 @@ def test_an_existing_scope_or_stream_already_exists(store: Store) -> None:
 
 def test_a_gap_in_writer_event_numbers_fails_its_precondition(store: Store) -> None:
     error = _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/st/0", writer_id="seed", first_event_number=5, events=[b"x"])),
+        store.stub.AppendEvents,
+        pb.AppendRequest(segment="sc/st/0", writer_id="seed", first_event_number=5, events=[b"x"]),
         lambda: store.client.append("sc/st/0", "seed", 5, [b"x"]),
         grpc.StatusCode.FAILED_PRECONDITION,
         FailedPreconditionError,
@@ -317,7 +399,8 @@ def test_a_gap_in_writer_event_numbers_fails_its_precondition(store: Store) -> N
     )
     assert not isinstance(error, SegmentSealedError)
     _expect(
-        (store.stub.AppendEvents, pb.AppendRequest(segment="sc/st/1", writer_id="new", first_event_number=1, events=[b"x"])),
+        store.stub.AppendEvents,
+        pb.AppendRequest(segment="sc/st/1", writer_id="new", first_event_number=1, events=[b"x"]),
         lambda: store.client.append("sc/st/1", "new", 1, [b"x"]),
         grpc.StatusCode.FAILED_PRECONDITION,
         FailedPreconditionError,
@@ -329,7 +412,10 @@ def test_a_gap_in_writer_event_numbers_fails_its_precondition(store: Store) -> N
 @pytest.mark.parametrize("split_count", [-1, 0, 1, 65])
 def test_a_split_count_out_of_range_is_an_invalid_argument(store: Store, split_count: int) -> None:
     _expect(
-        (store.stub.ScaleStream, pb.ScaleStreamRequest(scope="sc", stream="st", sealed_segments=[1], split_count=split_count)),
+        store.stub.ScaleStream,
+        pb.ScaleStreamRequest(
+            scope="sc", stream="st", sealed_segments=[1], split_count=split_count
+        ),
         lambda: store.client.scale_stream("sc", "st", [1], split_count),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
@@ -350,7 +436,10 @@ def test_a_merge_of_non_adjacent_or_repeated_segments_is_an_invalid_argument(
     store: Store, numbers: list[int], split_count: int, named: str
 ) -> None:
     _expect(
-        (store.stub.ScaleStream, pb.ScaleStreamRequest(scope="sc", stream="st", sealed_segments=numbers, split_count=split_count)),
+        store.stub.ScaleStream,
+        pb.ScaleStreamRequest(
+            scope="sc", stream="st", sealed_segments=numbers, split_count=split_count
+        ),
         lambda: store.client.scale_stream("sc", "st", numbers, split_count),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,

@@ -13,11 +13,11 @@ import pytest
 from connector.client import StoreClient
 from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError, TidemarkError
-from connector.framing import HEADER, encode_frames, iter_frames
+from connector.framing import encode_frames, iter_frames
 from connector.model import AppendResult
 from connector.server import StoreServer
 
-from . import payloads, read_frames
+from . import frame_size, payloads, read_frames
 
 WRITER = "durable-writer"
 BATCH = 5
@@ -102,7 +102,7 @@ def test_kill_minus_nine_mid_stream_keeps_every_acknowledged_event_exactly_once_
         stored = payloads(client, segment)
         acked = writer.acked_events(segment)
         maybe = in_flight.events if in_flight.segment == segment else []
-        assert stored in (acked, acked + maybe), f"{segment}: {len(stored)} events, {len(acked)} acked"
+        assert stored in (acked, acked + maybe), f"{segment}: {len(stored)} stored, {len(acked)} acked"
 
     # The writer retries its unanswered batch, then (harmlessly) an acknowledged one.
     retried = client.append(in_flight.segment, WRITER, in_flight.first, in_flight.events)
@@ -112,12 +112,13 @@ def test_kill_minus_nine_mid_stream_keeps_every_acknowledged_event_exactly_once_
     again = client.append(old_batch.segment, WRITER, old_batch.first, old_batch.events)
     assert (again.appended, again.duplicates, again.ingestion_time) == (0, BATCH, 0)
     for segment in segments:
-        expected = writer.acked_events(segment) + (in_flight.events if in_flight.segment == segment else [])
+        retried_here = in_flight.events if in_flight.segment == segment else []
+        expected = writer.acked_events(segment) + retried_here
         assert payloads(client, segment) == expected
 
     # The watermark index and the attributes came back with the data.
     for batch, result in writer.acked:
-        size = sum(HEADER.size + len(e) for e in batch.events)
+        size = sum(frame_size(e) for e in batch.events)
         read = client.read(batch.segment, result.write_offset - size, max_bytes=size)
         assert read.next_offset == result.write_offset
         assert read.watermark == result.ingestion_time - 1
@@ -126,7 +127,7 @@ def test_kill_minus_nine_mid_stream_keeps_every_acknowledged_event_exactly_once_
         info = client.segment_info(segment)
         last = read_frames(client, segment)[-1]
         assert info.creation_time == described.segment(segment).creation_time
-        assert info.write_offset == last.offset + HEADER.size + len(last.payload)
+        assert info.write_offset == last.offset + frame_size(last.payload)
         assert info.last_write_time == last.ingestion_time
         assert info.watermark == last.ingestion_time - 1
     assert client.segment_info("sc/quiet/0") == quiet_before
@@ -168,12 +169,13 @@ def test_garbage_after_the_last_commit_is_cut_at_restart_and_never_served(
     assert client.segment_info("sc/st/0") == info_before
     tail = client.read("sc/st/0", data_size, wait_ms=0)
     assert (tail.data, tail.next_offset) == (b"", data_size)
-    with pytest.raises(InvalidArgumentError, match=f"offset {data_size + HEADER.size}"):
-        client.read("sc/st/0", data_size + HEADER.size)
+    inside_garbage = data_size + frame_size(b"never-acknowledged")
+    with pytest.raises(InvalidArgumentError, match=f"offset {inside_garbage}"):
+        client.read("sc/st/0", inside_garbage)
 
     clock.advance(10)
     result = client.append("sc/st/0", "w", 3, [b"four"])
-    assert (result.appended, result.write_offset) == (1, data_size + HEADER.size + 4)
+    assert (result.appended, result.write_offset) == (1, data_size + frame_size(b"four"))
     server.stop()
     server = start_store()  # the cut files replay cleanly once more
     with StoreClient(server.uri, retry_timeout_s=2.0) as again:

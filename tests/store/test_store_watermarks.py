@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
-from connector.framing import HEADER, iter_frames
+from connector.framing import iter_frames
 from connector.model import ReadResult
 from connector.server import StoreServer
 
-from . import read_frames
+from . import frame_size, read_frames
 
 START = 1_700_000_000_000
 LAG_MS = 10_000
@@ -94,7 +94,7 @@ def test_each_append_moves_the_watermark_after_its_data_to_its_ingestion_time_mi
     assert store_client.read(segment, 0).watermark == START + 149
     info = store_client.segment_info(segment)
     assert (info.last_write_time, info.watermark) == (START + 150, START + 149)
-    assert info.write_offset == second.write_offset == frames[-1].offset + HEADER.size + 3
+    assert info.write_offset == second.write_offset == frames[-1].offset + frame_size(b"ccc")
 
 
 def test_ingestion_times_strictly_increase_per_segment_when_the_clock_stalls_or_steps_back(
@@ -113,7 +113,8 @@ def test_ingestion_times_strictly_increase_per_segment_when_the_clock_stalls_or_
 
     assert times == [START + 10, START + 11, START + 12, START + 13, START + 17]
     assert [f.ingestion_time for f in read_frames(store_client, left)] == times
-    watermarks = [store_client.read(left, 0, max_bytes=n * (HEADER.size + 1)).watermark for n in range(1, 6)]
+    frame = frame_size(b"0")
+    watermarks = [store_client.read(left, 0, max_bytes=n * frame).watermark for n in range(1, 6)]
     assert watermarks == [t - 1 for t in times]
     # Another segment keeps its own sequence: the stalled clock is fine for its first append.
     assert _append(store_client, right, [b"r"]) == START + 17
@@ -140,7 +141,8 @@ def test_idle_tick_comes_only_once_a_segment_is_idle_longer_than_the_lag(
     assert server.store.advance_idle_segments() == 0  # just ticked: not idle any more
     tick = written + LAG_MS + 1
     info = client.segment_info(segment)
-    assert (info.last_write_time, info.watermark, info.write_offset) == (tick, tick - 1, HEADER.size + 1)
+    assert (info.last_write_time, info.watermark) == (tick, tick - 1)
+    assert info.write_offset == frame_size(b"x")
     assert client.read(segment, 0).watermark == tick - 1  # the tick holds after the data too
     assert [f.ingestion_time for f in read_frames(client, segment)] == [written]
     client.close()
@@ -308,7 +310,7 @@ def test_zero_length_tail_read_carries_the_current_watermark(
     result = store_client.append(segment, "w", 0, [b"abc"])
 
     tail = store_client.read(segment, result.write_offset)
-    assert (tail.offset, tail.next_offset, tail.data) == (result.write_offset, result.write_offset, b"")
+    assert (tail.offset, tail.next_offset, tail.data) == (result.write_offset,) * 2 + (b"",)
     assert tail.watermark == result.ingestion_time - 1
     clock.advance(LAG_MS + 1)
     assert store_server.store.advance_idle_segments() == 1
@@ -397,9 +399,10 @@ def test_read_with_a_small_max_bytes_returns_whole_events_only(store_client: Sto
     events = [bytes([i]) * size for i, size in enumerate(sizes)]
     end = store_client.append(segment, "w", 0, events).write_offset
 
-    two = store_client.read(segment, 0, max_bytes=HEADER.size * 2 + 101)
+    first_two = frame_size(events[0]) + frame_size(events[1])
+    two = store_client.read(segment, 0, max_bytes=first_two)
     assert [f.payload for f in iter_frames(two.data)] == events[:2]
-    assert two.next_offset == len(two.data) == HEADER.size * 2 + 101
+    assert two.next_offset == len(two.data) == first_two
     tiny = store_client.read(segment, 0, max_bytes=1)  # smaller than one event: that event, whole
     assert [f.payload for f in iter_frames(tiny.data)] == events[:1]
     offset, seen = 0, []
@@ -415,7 +418,7 @@ def test_watermark_after_a_read_ending_mid_batch_is_the_previous_batch_s(
     store_server: StoreServer, store_client: StoreClient, clock: ManualClock
 ) -> None:
     [segment] = _new_stream(store_client)
-    frame = HEADER.size + 4
+    frame = frame_size(b"a-00")
     clock.advance(10)
     first = store_client.append(segment, "w", 0, [b"a-00", b"a-01", b"a-02"])
     clock.advance(10)
