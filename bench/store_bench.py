@@ -370,8 +370,8 @@ def _redis_parser() -> str:
     try:
         import hiredis  # noqa: F401
     except ImportError:
-        return "pure-Python parser (no hiredis)"
-    return "hiredis parser"
+        return "with its pure-Python reply parser (hiredis not installed)"
+    return "with the hiredis reply parser"
 
 
 def _machine() -> str:
@@ -382,7 +382,7 @@ def _machine() -> str:
     return (
         f"{os.cpu_count()} cores ({_cpu_model()}){memory}, {platform.system()} "
         f"{platform.release()}; Python {platform.python_version()}, grpcio {grpc.__version__}, "
-        f"redis-py {redis.__version__} ({_redis_parser()})"
+        f"redis-py {redis.__version__} {_redis_parser()}"
     )
 
 
@@ -420,6 +420,13 @@ def _markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
 def _verdicts(tidemark: Result, redis_result: Result | None) -> list[tuple[str, bool | None]]:
     checks: list[tuple[str, bool | None]] = [
         (f"append >= {TARGET_APPEND:,} events/s", tidemark.append.events_per_s >= TARGET_APPEND),
@@ -447,12 +454,13 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         read_ratio = tidemark.read.events_per_s / redis_result.read.events_per_s
         ratios = f"tidemark/redis: append {append_ratio:.2f}x, read {read_ratio:.2f}x"
         print(ratios)
+    print(f"load average (1 min): before {args.load_before:.2f}, after {_load():.2f}")
     verdicts = _verdicts(tidemark, redis_result)
     mark = {True: "met", False: "MISSED", None: "not measured"}
     for target, ok in verdicts:
         print(f"target {target}: {mark[ok]}")
 
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    today = datetime.date.today().isoformat()
     lines = [
         f"## {HEADING}",
         "",
@@ -470,7 +478,9 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         "in order against the one written. MB/s counts payload bytes (1 MB = 10^6 bytes). CPU "
         "seconds are those the client (the benchmark process) and the server process used during "
         "the phase; the machine has "
-        f"{os.cpu_count()} cores, so client and server compete for them.",
+        f"{os.cpu_count()} cores, so client and server compete for them. Load average (1 min) "
+        f"before the run {args.load_before:.2f}, after {_load():.2f}: other work on the machine "
+        "slows both systems.",
         "",
     ]
     for r in results:
@@ -533,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.skip_redis:
             _redis_binary(args)  # fail before the long Tidemark run, not after
+        args.load_before = _load()
         payloads, expected = _payloads(args.events, args.event_size, args.seed)
         runners: list[Callable[..., Result]] = [run_tidemark]
         if not args.skip_redis:
