@@ -5,8 +5,8 @@
 
 Tidemark: a real server subprocess (``python -m connector.server``, fsync on
 every commit) on loopback. One :class:`EventWriter` (its own batching: 1 MiB
-or 20,000 events per append) writes every event to a one-segment stream and
-flushes; then one reader calls ``StoreClient.read`` from offset 0 until the
+or 20,000 events per append) writes every event, with no routing key unless
+``--routing-key`` gives one, to a one-segment stream and flushes; then one reader calls ``StoreClient.read`` from offset 0 until the
 segment is exhausted and decodes every event with :mod:`connector.framing`
 (checksums verified).
 
@@ -235,9 +235,10 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
                                  writer_id="bench-writer", config=config)
 
             write = writer.write_event
+            key = args.routing_key
             with _timed(server.pid, phases, len(payloads), total):
                 for payload in payloads:
-                    write(payload, "key")
+                    write(payload, key)
                 writer.close()
 
             count = 0
@@ -259,9 +260,10 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
             if client is not None:
                 client.close()
             server.stop()
+    keys = f"routing key {args.routing_key!r} on every event" if args.routing_key else "no routing key"
     note = (
         f"EventWriter batching (max {args.batch_bytes:,} bytes / {args.batch_events:,} events "
-        f"per append); reads of max_bytes={args.read_bytes:,}, decoded with framing.iter_frames"
+        f"per append), {keys}; reads of max_bytes={args.read_bytes:,}, decoded with framing.iter_frames"
     )
     return Result("tidemark", phases[0], phases[1], note)
 
@@ -516,6 +518,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="EventWriter max_batch_bytes (default 1 MiB)")
     parser.add_argument("--batch-events", type=int, default=WriterConfig().max_batch_events,
                         help="EventWriter max_batch_events (default 20000)")
+    parser.add_argument("--routing-key", default=None,
+                        help="routing key of every Tidemark event (default: none)")
     parser.add_argument("--read-bytes", type=int, default=1024 * 1024,
                         help="max_bytes of each Tidemark read (default 1 MiB)")
     parser.add_argument("--redis-batch", type=int, default=10_000,
