@@ -1,0 +1,1 @@
+"""Tests of the PySpark adapter, in one shared Spark session."""
