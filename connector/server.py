@@ -324,7 +324,10 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     signal.signal(signal.SIGINT, on_signal)
     server = StoreServer(config, listen=args.listen).start()
     print(f"listening on {server.address}", flush=True)
-    stop.wait()
+    # Wake up now and then: a signal delivered to one of gRPC's threads does not interrupt
+    # an untimed wait here, and its Python handler runs only once this thread wakes.
+    while not stop.wait(timeout=0.2):
+        pass
     server.stop()
     sys.exit(0)
 

@@ -1,0 +1,64 @@
+"""The ``tidemark`` data source: one class Spark instantiates for every read and write.
+
+Options are checked as early as Spark lets a Python data source check them:
+
+- reads: every option that does not depend on batch or streaming is checked by
+  ``schema()``, which Spark calls in ``load()``; the rest (``endingStreamCut``
+  on a streaming read, per-trigger limits on a batch read) by ``reader()``,
+  which Spark calls when it plans a batch read, or ``streamReader()``, which
+  Spark calls when a started query initializes its source, before any batch.
+- writes: ``writer()`` runs when ``save()`` plans the write; ``streamWriter()``
+  when a started query plans its first micro-batch, before any task runs.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from spark_adapter import reading
+from spark_adapter.options import SinkOptions, TidemarkOptions
+from spark_adapter.schema import tidemark_schema
+from spark_adapter.sink import TidemarkBatchWriter, TidemarkStreamWriter
+
+__all__ = ["TidemarkDataSource"]
+
+
+class TidemarkDataSource(DataSource):
+    """Reads streams of a Tidemark store (batch and streaming) and writes events to one.
+
+    Register it with :func:`spark_adapter.register`; then use the format
+    ``tidemark``. Every error about an option is an
+    :class:`~connector.errors.InvalidArgumentError` naming the option.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format's name: ``tidemark``."""
+        return "tidemark"
+
+    def schema(self) -> StructType:
+        """The columns of a read (see :func:`spark_adapter.schema.tidemark_schema`)."""
+        return tidemark_schema(TidemarkOptions.parse(self.options).deserializer)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A bounded reader from ``startingStreamCut`` to ``endingStreamCut`` (or ``latest``)."""
+        return reading.batch_reader(TidemarkOptions.parse(self.options).for_batch(), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        """An unbounded reader from ``startingStreamCut``."""
+        return reading.stream_reader(TidemarkOptions.parse(self.options).for_stream(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """A batch writer; refuses ``overwrite`` (a stream only grows)."""
+        return TidemarkBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        """A micro-batch writer; refuses ``overwrite`` (complete output mode)."""
+        return TidemarkStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
