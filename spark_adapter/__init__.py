@@ -1,0 +1,48 @@
+"""The PySpark adapter: the ``tidemark`` format for reading and writing, and event-time helpers.
+
+    import spark_adapter
+    spark_adapter.register(spark)
+    events = (spark.readStream.format("tidemark")
+              .option("uri", uri).option("stream", "iot/sensors")
+              .option("timeDomain", "IngestionTime").load())
+    ordered = spark_adapter.order_by_event_time(spark_adapter.with_connector_watermark(events))
+
+Needs pyspark 4.1 (the Python data source API) and Spark's Python workers
+running this interpreter (``PYSPARK_PYTHON``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spark_adapter.event_time import (
+    order_by_event_time,
+    split_late,
+    tumbling_window_count,
+    with_connector_watermark,
+)
+from spark_adapter.options import SinkOptions, StreamCut, TidemarkOptions, parse_interval_ms
+from spark_adapter.schema import tidemark_schema
+from spark_adapter.source import TidemarkDataSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "SinkOptions",
+    "StreamCut",
+    "TidemarkDataSource",
+    "TidemarkOptions",
+    "order_by_event_time",
+    "parse_interval_ms",
+    "register",
+    "split_late",
+    "tidemark_schema",
+    "tumbling_window_count",
+    "with_connector_watermark",
+]
+
+
+def register(spark: SparkSession) -> None:
+    """Makes the ``tidemark`` format available in ``spark``; registering twice is harmless."""
+    spark.dataSource.register(TidemarkDataSource)

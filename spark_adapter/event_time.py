@@ -1,0 +1,301 @@
+"""Event-time helpers for a ``tidemark`` stream, on ``applyInPandasWithState``.
+
+Spark refuses an append-mode ``groupBy(window("event_time"))`` when the
+watermark is on another column (here ``watermark``, the connector's), so the
+operators that need event time are written as ``applyInPandasWithState`` with
+``GroupStateTimeout.EventTimeTimeout`` (``transformWithStateInPandas`` needs a
+newer protobuf than this project can install).
+
+The chain: :func:`with_connector_watermark` first, then
+:func:`order_by_event_time` or :func:`tumbling_window_count`. Both keep their
+promises in terms of Spark's watermark ``W`` of the micro-batch, which with
+:func:`with_connector_watermark` is the highest connector watermark of the
+batches before. An event is *late* when its event time is ``<= W`` when it
+arrives. Late events are never dropped: they come out flagged.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampType
+
+from connector.errors import InvalidArgumentError
+from spark_adapter.options import parse_interval_ms
+from spark_adapter.schema import (
+    EVENT_TIME,
+    KIND,
+    KIND_EVENT,
+    KIND_WATERMARK,
+    ROUTING_KEY,
+    WATERMARK,
+)
+
+__all__ = [
+    "LATE",
+    "order_by_event_time",
+    "split_late",
+    "tumbling_window_count",
+    "with_connector_watermark",
+]
+
+#: The boolean column the helpers add: whether the row reports late events.
+LATE = "late"
+_ET_MS = "__tidemark_event_time_ms"
+
+
+def with_connector_watermark(df: DataFrame) -> DataFrame:
+    """Makes Spark's watermark follow the connector's ``watermark`` column; keeps event rows only.
+
+    ``df`` is a streaming ``tidemark`` read (columns ``kind`` and ``watermark``).
+    Spark's watermark after each micro-batch becomes the highest ``watermark``
+    seen (no further delay: the connector already subtracted
+    ``maxEventTimeLag``), including the ``watermark`` rows of batches without
+    events; the result holds only the ``event`` rows.
+
+    Why the filter looks odd: Spark's optimizer pushes a filter below
+    ``withWatermark`` when the filter does not read the watermark column, and
+    then the watermark rows never reach the watermark operator (measured with
+    pyspark 4.1: a plain ``kind = 'event'`` filter kept Spark's watermark at
+    the last event's). The filter here also reads ``watermark`` (a watermark
+    row always has one, so the second term is never true) and stays above.
+    """
+    _require(df, KIND, WATERMARK)
+    kind = F.col(KIND)
+    keep_events = (kind == KIND_EVENT) | ((kind == KIND_WATERMARK) & F.col(WATERMARK).isNull())
+    return df.withWatermark(WATERMARK, "0 seconds").where(keep_events)
+
+
+# --- ordering -----------------------------------------------------------------
+
+
+def order_by_event_time(df: DataFrame, key_col: str = ROUTING_KEY) -> DataFrame:
+    """Each key's events in event-time order, released as Spark's watermark passes them.
+
+    ``df`` comes from :func:`with_connector_watermark` (it must carry Spark's
+    watermark). The result has ``df``'s columns plus ``late`` (boolean), in
+    append mode. Per key, with ``W`` Spark's watermark of the micro-batch:
+
+    - an event with event time ``> W`` is held until ``W`` reaches its event
+      time, then emitted with ``late`` false; the events of a key emitted with
+      ``late`` false have non-decreasing event times (ties keep arrival order);
+    - an event with event time ``<= W`` on arrival, or with no event time, is
+      emitted at once with ``late`` true;
+    - nothing is dropped; held events live in Spark's state store (so in the
+      checkpoint) until released.
+
+    Raises:
+        InvalidArgumentError: when a needed column is missing or ``late`` exists.
+    """
+    _require(df, key_col, EVENT_TIME)
+    if LATE in df.columns:
+        msg = f"order_by_event_time adds column {LATE!r}, which {df.columns!r} has already"
+        raise InvalidArgumentError(msg)
+    output = StructType([*df.schema.fields, StructField(LATE, BooleanType(), False)])
+    staged = df.withColumn(_ET_MS, F.unix_millis(F.col(EVENT_TIME)))
+    return staged.groupBy(key_col).applyInPandasWithState(
+        _EventTimeOrderer(df.columns),
+        outputStructType=output,
+        stateStructType="held binary",
+        outputMode="append",
+        timeoutConf=GroupStateTimeout.EventTimeTimeout,
+    )
+
+
+def split_late(ordered: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``(on_time, late)``: the output of :func:`order_by_event_time` split on ``late``.
+
+    Both drop the ``late`` column. Each is a separate streaming plan: two
+    sinks run the ordering twice, in two queries; to run it once, write
+    ``ordered`` with ``foreachBatch`` and split each batch there.
+    """
+    _require(ordered, LATE)
+    late = F.col(LATE)
+    return ordered.where(~late).drop(LATE), ordered.where(late).drop(LATE)
+
+
+class _EventTimeOrderer:
+    """The per-key function of :func:`order_by_event_time`; held events are Arrow IPC bytes."""
+
+    def __init__(self, columns: list[str]):
+        self.columns = columns
+
+    def __call__(
+        self, key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
+        watermark = state.getCurrentWatermarkMs()
+        held = _decode(state.get[0]) if state.exists else None
+        arrived = [batch for batch in batches if len(batch)]
+        frames = [frame for frame in (held, *arrived) if frame is not None and len(frame)]
+        pending = pd.concat(frames, ignore_index=True) if frames else None
+        if pending is None:
+            state.remove()
+            return
+        times = pending[_ET_MS]
+        fresh = pd.Series(
+            pending.index >= (len(held) if held is not None else 0), index=pending.index
+        )
+        # Held events were on time when they came, so only fresh ones can be late;
+        # fresh on-time ones are after the watermark, so only held ones can be due.
+        late = fresh & (times.isna() | (times <= watermark))
+        due = ~fresh & (times <= watermark)
+        keep = ~late & ~due
+        released = pending[due].sort_values(_ET_MS, kind="stable")
+        if len(released):
+            yield self._rows(released, late=False)
+        if late.any():
+            yield self._rows(pending[late], late=True)
+        kept = pending[keep]
+        if len(kept):
+            state.update((_encode(kept),))
+            state.setTimeoutTimestamp(max(1, int(kept[_ET_MS].min()) - 1))
+        else:
+            state.remove()
+
+    def _rows(self, frame: pd.DataFrame, late: bool) -> pd.DataFrame:
+        out = frame[self.columns].copy()
+        out[LATE] = late
+        return out
+
+
+def _encode(frame: pd.DataFrame) -> bytes:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _decode(data: bytes) -> pd.DataFrame:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all().to_pandas()
+
+
+# --- windows ------------------------------------------------------------------
+
+
+def tumbling_window_count(
+    df: DataFrame, window: str | timedelta, key_col: str = ROUTING_KEY
+) -> DataFrame:
+    """Counts each key's events per tumbling event-time window, emitted once the window is over.
+
+    ``df`` comes from :func:`with_connector_watermark`. Windows are
+    ``[start, start + window)`` with ``start`` a multiple of ``window`` since
+    the epoch. Columns: ``key_col``, ``window_start``, ``window_end``,
+    ``count`` (long), ``late`` (boolean), in append mode. With ``W`` Spark's
+    watermark of the micro-batch:
+
+    - a window's row (``late`` false) comes once, in the first micro-batch
+      with ``W >= window_end``: no event still to come can fall in it;
+    - an event that arrives when its window is over (``window_end <= W``) is
+      counted in an extra row for that window with ``late`` true, in the
+      micro-batch it arrives in (the window's own row may come in the same
+      one); events with no event time are counted in a ``late`` row with null
+      bounds. No event is left uncounted.
+
+    Raises:
+        InvalidArgumentError: for a bad ``window`` or a missing column.
+    """
+    _require(df, key_col, EVENT_TIME, WATERMARK)
+    size = _window_ms(window)
+    output = StructType(
+        [
+            StructField(key_col, df.schema[key_col].dataType, True),
+            StructField("window_start", TimestampType(), True),
+            StructField("window_end", TimestampType(), True),
+            StructField("count", LongType(), False),
+            StructField(LATE, BooleanType(), False),
+        ]
+    )
+    # Spark accepts an event-time timeout only while the watermarked column is still there.
+    staged = df.select(
+        F.col(key_col), F.col(WATERMARK), F.unix_millis(F.col(EVENT_TIME)).alias(_ET_MS)
+    )
+    return staged.groupBy(key_col).applyInPandasWithState(
+        _WindowCounter(size, key_col),
+        outputStructType=output,
+        stateStructType="counts string",
+        outputMode="append",
+        timeoutConf=GroupStateTimeout.EventTimeTimeout,
+    )
+
+
+def _window_ms(window: str | timedelta) -> int:
+    if isinstance(window, timedelta):
+        size = window // timedelta(milliseconds=1)
+    else:
+        size = parse_interval_ms(window, "window")
+    if size <= 0:
+        msg = f"window must be longer than 0 ms, got {window!r}"
+        raise InvalidArgumentError(msg)
+    return size
+
+
+class _WindowCounter:
+    """The per-key function of :func:`tumbling_window_count`; state is JSON ``{start: count}``."""
+
+    def __init__(self, size_ms: int, key_col: str):
+        self.size = size_ms
+        self.key_col = key_col
+
+    def __call__(
+        self, key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
+        watermark = state.getCurrentWatermarkMs()
+        counts: dict[int, int] = (
+            {int(s): c for s, c in json.loads(state.get[0]).items()} if state.exists else {}
+        )
+        late: dict[int | None, int] = {}
+        times = pd.concat([batch[_ET_MS] for batch in batches] or [pd.Series([], dtype="int64")])
+        if times.isna().any():
+            late[None] = int(times.isna().sum())
+        starts = (times.dropna().astype("int64") // self.size) * self.size
+        for start, n in starts.value_counts().items():
+            target = late if start + self.size <= watermark else counts
+            target[int(start)] = target.get(int(start), 0) + int(n)
+        closed = sorted(s for s in counts if s + self.size <= watermark)
+        rows = [(s, counts.pop(s), False) for s in closed]
+        rows += [(s, n, True) for s, n in sorted(late.items(), key=_none_first)]
+        if rows:
+            yield self._frame(key[0], rows)
+        if counts:
+            state.update((json.dumps({str(s): c for s, c in counts.items()}),))
+            state.setTimeoutTimestamp(max(1, min(counts) + self.size - 1))
+        else:
+            state.remove()
+
+    def _frame(self, key: Any, rows: list[tuple[int | None, int, bool]]) -> pd.DataFrame:
+        def at(ms: int | None) -> pd.Timestamp | None:
+            return None if ms is None else pd.Timestamp(ms, unit="ms", tz="UTC")
+
+        return pd.DataFrame(
+            {
+                self.key_col: [key] * len(rows),
+                "window_start": [at(s) for s, _, _ in rows],
+                "window_end": [at(None if s is None else s + self.size) for s, _, _ in rows],
+                "count": [n for _, n, _ in rows],
+                LATE: [flag for _, _, flag in rows],
+            }
+        )
+
+
+def _none_first(item: tuple[int | None, int]) -> tuple[bool, int]:
+    return (item[0] is not None, item[0] or 0)
+
+
+def _require(df: DataFrame, *columns: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        msg = f"the DataFrame has no column {missing[0]!r}; it has {df.columns!r}"
+        raise InvalidArgumentError(msg)
