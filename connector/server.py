@@ -324,8 +324,8 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     signal.signal(signal.SIGINT, on_signal)
     server = StoreServer(config, listen=args.listen).start()
     print(f"listening on {server.address}", flush=True)
-    # Wake up now and then: a signal delivered to one of gRPC's threads does not interrupt
-    # an untimed wait here, and its Python handler runs only once this thread wakes.
+    # Wake up now and then: a signal that lands as this thread goes to sleep (or on another
+    # thread) does not interrupt an untimed wait, and its handler runs only once we wake.
     while not stop.wait(timeout=0.2):
         pass
     server.stop()
