@@ -36,7 +36,13 @@ in its successors.
 
 ``commit`` and ``abort`` have nothing to finish or undo: events are durable
 when a task's ``write`` returns. After an abort the batch's events that were
-written stay; running the batch again adds only the rest.
+written stay; running the batch again adds only the rest. (PySpark builds a
+new stream writer on the driver for every micro-batch and another one for
+its ``commit`` or ``abort``, so nothing may be kept between those calls.)
+
+Batch writes need ``mode("append")``: Spark refuses its default
+``errorifexists`` for Python data sources, and this sink refuses
+``overwrite`` (and the streaming ``complete`` mode) since a stream only grows.
 """
 
 from __future__ import annotations
