@@ -19,7 +19,7 @@ java:
 	  echo "Install it with: apt-get install -y openjdk-17-jre-headless"; exit 1; }
 
 demo: $(STAMP) java
-	$(PY) -m examples.demo
+	$(PY) -m examples.spark_event_time
 
 test: $(STAMP) java
 	$(PY) -m pytest
