@@ -15,7 +15,6 @@ from connector.client import (
     WriterConfig,
 )
 from connector.clock import Clock, ManualClock, SystemClock
-from connector.embedded import embedded_store
 from connector.errors import TidemarkError
 from connector.names import SegmentId, StreamId
 
@@ -35,3 +34,12 @@ __all__ = [
     "WriterConfig",
     "embedded_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: `python -m connector.server` must not import the server twice.
+    if name == "embedded_store":
+        from connector.embedded import embedded_store
+
+        return embedded_store
+    raise AttributeError(f"module 'connector' has no attribute {name!r}")

@@ -10,3 +10,6 @@ GRPC_OPTIONS = [
 
 #: Trailing metadata key naming the domain error class, so clients raise the same one.
 ERROR_KIND_KEY = "tidemark-error"
+#: With SegmentSealedError: the sealed segment, and its successors joined by commas.
+SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
+SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"

@@ -23,7 +23,7 @@ import grpc
 
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
-from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS
+from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS, SEALED_SEGMENT_KEY, SUCCESSORS_KEY
 from connector.clock import Clock, SystemClock
 from connector.errors import (
     AlreadyExistsError,
@@ -63,16 +63,14 @@ def status_of(error: TidemarkError) -> grpc.StatusCode:
 
 
 # A SegmentSealedError also sends its segment and successors (comma-separated).
-_SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
-_SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 
 
 def _error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
     metadata = ((ERROR_KIND_KEY, type(error).__name__),)
     if isinstance(error, SegmentSealedError):
         metadata += (
-            (_SEALED_SEGMENT_KEY, error.segment),
-            (_SUCCESSORS_KEY, ",".join(error.successors)),
+            (SEALED_SEGMENT_KEY, error.segment),
+            (SUCCESSORS_KEY, ",".join(error.successors)),
         )
     return metadata
 

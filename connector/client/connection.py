@@ -16,7 +16,7 @@ import grpc
 
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
-from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS
+from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS, SEALED_SEGMENT_KEY, SUCCESSORS_KEY
 from connector.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
@@ -50,8 +50,6 @@ _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
 }
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 # What the server adds to a SegmentSealedError (see connector.server._error_metadata).
-_SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
-_SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 
 
 def parse_uri(uri: str) -> str:
@@ -69,10 +67,10 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
     details = error.details() or code.name
     metadata = dict(error.trailing_metadata() or ())
     if metadata.get(ERROR_KIND_KEY) == SegmentSealedError.__name__:
-        successors = metadata.get(_SUCCESSORS_KEY, "")
+        successors = metadata.get(SUCCESSORS_KEY, "")
         return SegmentSealedError(
             details,
-            metadata.get(_SEALED_SEGMENT_KEY, ""),
+            metadata.get(SEALED_SEGMENT_KEY, ""),
             tuple(successors.split(",")) if successors else (),
         )
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
