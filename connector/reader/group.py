@@ -210,13 +210,17 @@ class ReaderGroup:
         """Applies ``change(record, store_time_ms)`` atomically and returns the stored result.
 
         ``change`` may run several times (on concurrent updates) and must be pure.
+        When it changes nothing, nothing is written.
         """
         for _ in range(_CAS_ATTEMPTS):
             current = self._client.get_state(self._key)
             if current.revision == 0:
                 msg = f"reader group {self.scope}/{self.name} does not exist"
                 raise ReaderGroupResetError(msg)
-            updated = change(GroupRecord.from_json(current.value), current.server_time)
+            record = GroupRecord.from_json(current.value)
+            updated = change(record, current.server_time)
+            if updated == record:
+                return record  # nothing to write: keep the journal from growing
             written, _ = self._client.compare_and_set_state(
                 self._key, current.revision, updated.to_json()
             )

@@ -308,7 +308,8 @@ class EventReader(Generic[T]):
                 if assignments.get(segment) == me and segment in state.cursors:
                     state = finish(state, segment, successors)
             leases = {r: t for r, t in record.leases.items() if t >= now or r == me}
-            leases[me] = now + lease_ms
+            if leases.get(me, 0) - now < lease_ms // 2:  # renew at half-life, not every sync
+                leases[me] = now + lease_ms
             assignments = {
                 s: r for s, r in assignments.items() if r in leases and s in state.cursors
             }
