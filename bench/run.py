@@ -14,11 +14,14 @@ survive.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 import re
 import shlex
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 __all__ = ["BENCH_DIR", "RESULTS", "available", "command_line", "main", "write_section"]
@@ -72,20 +75,33 @@ def write_section(name: str, markdown: str, path: str = RESULTS) -> None:
     """
     begin, end = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
     block = f"{begin}\n{markdown.strip()}\n{end}\n"
-    try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except FileNotFoundError:
-        text = _PREAMBLE
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: block, text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(tmp, path)
+    # Benchmarks finishing at the same time must not lose each other's sections.
+    with _locked(os.path.dirname(os.path.abspath(path))):
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except FileNotFoundError:
+            text = _PREAMBLE
+        if pattern.search(text):
+            text = pattern.sub(lambda _: block, text, count=1)
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(directory: str) -> Iterator[None]:
+    """Holds an exclusive lock on ``directory`` itself, so no lock file is left behind."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:
