@@ -6,9 +6,10 @@
 Tidemark: a real server subprocess (``python -m connector.server``, fsync on
 every commit) on loopback. One :class:`EventWriter` (its own batching: 1 MiB
 or 20,000 events per append) writes every event, with no routing key unless
-``--routing-key`` gives one, to a one-segment stream and flushes; then one reader calls ``StoreClient.read`` from offset 0 until the
-segment is exhausted and decodes every event with :mod:`connector.framing`
-(checksums verified).
+``--routing-key`` gives one, to a one-segment stream and flushes; then one
+reader calls ``StoreClient.read`` from offset 0 until the segment is
+exhausted and decodes every event with :mod:`connector.framing` (checksums
+verified).
 
 Redis: a ``redis-server`` subprocess on loopback (``--appendonly yes
 --appendfsync everysec --save ""``). XADD of every event, pipelined in
@@ -260,10 +261,13 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
             if client is not None:
                 client.close()
             server.stop()
-    keys = f"routing key {args.routing_key!r} on every event" if args.routing_key else "no routing key"
+    keys = "no routing key"
+    if args.routing_key:
+        keys = f"routing key {args.routing_key!r} on every event"
     note = (
         f"EventWriter batching (max {args.batch_bytes:,} bytes / {args.batch_events:,} events "
-        f"per append), {keys}; reads of max_bytes={args.read_bytes:,}, decoded with framing.iter_frames"
+        f"per append), {keys}; reads of max_bytes={args.read_bytes:,}, decoded with "
+        "framing.iter_frames"
     )
     return Result("tidemark", phases[0], phases[1], note)
 
