@@ -175,9 +175,18 @@ class GroupState:
         )
 
 
-def group_watermark(state: GroupState) -> int:
-    """The minimum watermark over every unfinished segment; END_OF_TIME when done."""
-    watermarks = [c.watermark for c in state.cursors.values()]
+def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
+    """The minimum watermark over every unfinished segment; END_OF_TIME when done.
+
+    ``fresher`` maps readable segments to watermarks newer than the state's
+    (a reader's own positions); the higher of the two counts.
+    """
+    if fresher:
+        watermarks = [
+            max(c.watermark, fresher.get(s, c.watermark)) for s, c in state.cursors.items()
+        ]
+    else:
+        watermarks = [c.watermark for c in state.cursors.values()]
     watermarks.extend(w.watermark for w in state.waiting.values())
     return min(watermarks, default=END_OF_TIME)
 

@@ -121,6 +121,7 @@ class EventReader(Generic[T]):
         self._generation = group.record().generation
         self._last_sync = -math.inf
         self._last_emitted: int | None = None
+        self._watermarks_seen: dict[str, int] | None = None  # inputs of the last emission check
         self._closed = False
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tidemark-{reader_id}")
         self._sync()
@@ -221,19 +222,19 @@ class EventReader(Generic[T]):
                 )
         return None
 
-    def _local_state(self) -> GroupState:
-        """The last synced state with this reader's own, fresher positions."""
-        state = self._state
-        for segment, (offset, watermark) in self._positions().items():
-            if segment in state.cursors:
-                state = advance(state, segment, offset, watermark)
-        return state
-
     def _watermark_to_emit(self) -> int | None:
+        """The watermark to yield now, from the last synced state and this reader's own positions.
+
+        Recomputed only when a held segment's watermark or the synced state changed.
+        """
         if self.config.time_domain is not TimeDomain.INGESTION_TIME:
             return None
+        fresher = {s: i.consumed_watermark for s, i in self._inputs.items()}
+        if fresher == self._watermarks_seen:
+            return None
+        self._watermarks_seen = fresher
         watermark = emitted_watermark(
-            group_watermark(self._local_state()), self.config.lag_ms, self._last_emitted
+            group_watermark(self._state, fresher), self.config.lag_ms, self._last_emitted
         )
         if watermark is not None:
             self._last_emitted = watermark
@@ -326,6 +327,7 @@ class EventReader(Generic[T]):
         record = self._group.update(step)
         self._last_sync = time.monotonic()
         self._state = record.state
+        self._watermarks_seen = None  # the group may have moved: check again
         held = set(record.segments_of(me))
         for segment in list(self._inputs):
             if segment not in held:
