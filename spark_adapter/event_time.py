@@ -59,7 +59,17 @@ def with_connector_watermark(df: DataFrame) -> DataFrame:
     Spark's watermark after each micro-batch becomes the highest ``watermark``
     seen (no further delay: the connector already subtracted
     ``maxEventTimeLag``), including the ``watermark`` rows of batches without
-    events; the result holds only the ``event`` rows.
+    events; the result holds only the ``event`` rows, with ``watermark`` null.
+
+    Why event rows lose their ``watermark``: a stateful operator downstream
+    (``applyInPandasWithState`` with an event-time timeout, an aggregation)
+    silently drops every input row whose watermarked column is at or below
+    Spark's watermark of the batch before. While the connector's watermark
+    stands still (an idle segment not yet ticked), consecutive batches carry
+    the same value, and their event rows were dropped (measured with pyspark
+    4.1.4: of five batches at one watermark, only the first one's event came
+    out). A null is never below anything; a batch whose watermark rose always
+    has a ``watermark`` row, so Spark's watermark moves exactly as before.
 
     Why the filter looks odd: Spark's optimizer pushes a filter below
     ``withWatermark`` when the filter does not read the watermark column, and
@@ -70,8 +80,10 @@ def with_connector_watermark(df: DataFrame) -> DataFrame:
     """
     _require(df, KIND, WATERMARK)
     kind = F.col(KIND)
+    # Only watermark rows keep a value (see the docstring): event rows carry null.
+    marks = df.withColumn(WATERMARK, F.when(kind == KIND_WATERMARK, F.col(WATERMARK)))
     keep_events = (kind == KIND_EVENT) | ((kind == KIND_WATERMARK) & F.col(WATERMARK).isNull())
-    return df.withWatermark(WATERMARK, "0 seconds").where(keep_events)
+    return marks.withWatermark(WATERMARK, "0 seconds").where(keep_events)
 
 
 # --- ordering -----------------------------------------------------------------

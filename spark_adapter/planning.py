@@ -131,7 +131,9 @@ def latest_offset(
     """Everything in the streams now: open segments at their tails, sealed ones finished.
 
     Segments already finished in ``previous`` stay finished, so what was
-    before the start is never read.
+    before the start is never read. A segment sealed after the streams were
+    described has successors the description lacks; the whole plan is made
+    again, or the group watermark would skip them and pass their events.
     """
     cursors: dict[str, tuple[int, int]] = {}
     finished = set(previous.state.finished)
@@ -141,6 +143,8 @@ def latest_offset(
             if segment.segment in previous.state.finished:
                 continue
             info = client.segment_info(segment.segment)
+            if info.sealed and not segment.sealed:
+                return latest_offset(client, streams, previous, lag_ms)  # scaled meanwhile
             if info.sealed:
                 finished.add(segment.segment)
                 ends[segment.segment] = info.write_offset
@@ -164,6 +168,8 @@ def limited_offset(
 ) -> SourceOffset:
     """At most ``max_events`` events and ``max_bytes`` bytes beyond ``previous``.
 
+    An event larger than ``max_bytes`` is planned alone, so it is read at all.
+
     Segments with the oldest watermark go first; a successor is read only
     once all its predecessors are finished within the plan.
     """
@@ -179,8 +185,12 @@ def limited_offset(
             budget = _READ_CHUNK if bytes_left is None else max(1, min(bytes_left, _READ_CHUNK))
             result = client.read(segment, cursor.offset, max_bytes=budget)
             frames = list(iter_frames(result.data, result.offset, verify=False))
-            if bytes_left is not None and result.next_offset - cursor.offset > bytes_left and frames:
-                frames = frames[:-1] if len(frames) > 1 else frames  # one oversized event is let through
+            if bytes_left is not None and frames and frames[-1].end - cursor.offset > bytes_left:
+                # Whole events within the budget; one event larger than the whole limit
+                # goes alone, as the first of its batch, or no batch could ever take it.
+                first_of_batch = bytes_left == max_bytes and events_left == max_events
+                fitting = [f for f in frames if f.end - cursor.offset <= bytes_left]
+                frames = fitting or (frames[:1] if first_of_batch else [])
             if events_left is not None:
                 frames = frames[:events_left]
             stop = frames[-1].end if frames else cursor.offset

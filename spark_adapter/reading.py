@@ -21,7 +21,6 @@ from pyspark.sql.types import StructType
 from connector.client.connection import StoreClient
 from connector.framing import iter_frames
 from connector.reader.events import TimeDomain
-from connector.reader.group_state import GroupState
 from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
 from spark_adapter.options import TidemarkOptions
 from spark_adapter.planning import (
@@ -119,29 +118,46 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
 
     def __init__(self, options: TidemarkOptions, schema: StructType):
         super().__init__(options, schema)
+        self._start: SourceOffset | None = None
         self._frontier: SourceOffset | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
+        state["_start"] = None
         state["_frontier"] = None
         return state
 
+    def _initial(self) -> SourceOffset:
+        """``startingStreamCut`` as an offset, computed once (``latest`` would move)."""
+        if self._start is None:
+            cut = self._options.starting_stream_cut
+            start = cut.as_dict() if cut.position == "offsets" else cut.position
+            self._start = initial_offset(self._store, self._options.streams, start, self._lag)
+        return self._start
+
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
-        """Where a new query starts: ``startingStreamCut``."""
-        cut = self._options.starting_stream_cut
-        start = cut.as_dict() if cut.position == "offsets" else cut.position
-        self._frontier = initial_offset(self._store, self._options.streams, start, self._lag)
-        return self._frontier.to_dict()
+        """Where a new query starts: ``startingStreamCut``.
+
+        Spark asks a new query's ``latestOffset`` first and this after, so
+        this never moves the frontier back: both start from one offset.
+        """
+        start = self._initial()
+        if self._frontier is None:
+            self._frontier = start
+        return start.to_dict()
 
     def latestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """The end of the next micro-batch: everything now, or what the trigger limits allow.
 
-        Limits are counted from the previous offset this reader planned; the
-        first batch after a restart is planned without them.
+        Planned from the previous offset this reader planned: the start of a
+        new query, or after a restart the last offset in Spark's checkpoint
+        (Spark passes it through ``partitions(latest, latest)``).
         """
         options = self._options
+        if self._frontier is None:  # a new query: Spark asks this before initialOffset
+            self._frontier = self._initial()
         limited = options.max_events_per_trigger is not None or options.max_bytes_per_trigger is not None
-        if limited and self._frontier is not None:
+        if limited:
             end = limited_offset(
                 self._store,
                 options.streams,
@@ -151,8 +167,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
                 options.max_bytes_per_trigger,
             )
         else:
-            previous = self._frontier or SourceOffset(GroupState())
-            end = latest_offset(self._store, options.streams, previous, self._lag)
+            end = latest_offset(self._store, options.streams, self._frontier, self._lag)
         self._frontier = end
         return end.to_dict()
 
@@ -160,7 +175,8 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         """One task per lineage chain of segments, plus one for the watermark row."""
         end_offset = SourceOffset.from_dict(end)
         if self._frontier is None:
-            self._frontier = end_offset  # a restarted query replays this batch
+            # A restarted query: Spark's setLatestSeenOffset calls partitions(latest, latest).
+            self._frontier = end_offset
         return self._partitions(SourceOffset.from_dict(start), end_offset, watermark_row=True)
 
     def commit(self, end: dict[str, Any]) -> None:
