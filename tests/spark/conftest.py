@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from connector import StoreClient, StreamManager, embedded_store
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, embedded_store
 from connector.framing import iter_frames
 
 from . import flaky_sink, scripted_source
@@ -102,3 +104,118 @@ def stored_events(uri: str, stream: str) -> dict[str, list[tuple[str | None, byt
 def _stored_events() -> Callable[[str, str], dict[str, list[tuple[str | None, bytes]]]]:
     """:func:`stored_events`, as a fixture."""
     return stored_events
+
+
+# --- a store on a synthetic clock, for the tests against the real source -------
+
+
+class SyntheticStore:
+    """A real store server in this process whose ingestion clock moves only when the test says.
+
+    Spark's Python workers reach it over gRPC by :attr:`uri`; the clock lives
+    in the test process. There is no idle advancer: :meth:`advance` moves the
+    clock and ticks every idle segment, so with nothing written and nothing
+    advanced the offsets stay where they are and ``processAllAvailable()``
+    returns.
+    """
+
+    def __init__(self, server: Any, clock: Any):
+        self.server = server
+        self.clock = clock
+        self.uri: str = server.uri
+        self.client = StoreClient(server.uri)
+
+    def create_stream(self, segments: int = 2) -> str:
+        """A new stream ``scope/events`` of its own scope; returns its name."""
+        scope = f"s{uuid.uuid4().hex[:12]}"
+        manager = StreamManager(self.client)
+        manager.create_scope(scope)
+        manager.create_stream(scope, "events", segment_count=segments)
+        return f"{scope}/events"
+
+    def advance(self, delta_ms: int) -> int:
+        """Lets ``delta_ms`` pass and ticks every idle segment; returns the new time."""
+        now = self.clock.advance(delta_ms)
+        self.server.store.advance_idle_segments()
+        return now
+
+    def advance_to(self, now_ms: int) -> int:
+        """Sets the clock to ``now_ms`` (forwards) and ticks every idle segment."""
+        assert now_ms >= self.clock.now_ms(), "the synthetic clock only moves forwards here"
+        return self.advance(now_ms - self.clock.now_ms())
+
+    def writer(self, stream: str, serializer: Any = None) -> EventWriter[Any]:
+        """An event writer on ``stream`` (JSON events unless told)."""
+        return EventWriter(self.client, stream, serializer or JsonSerializer())
+
+    def segments(self, stream: str) -> list[Any]:
+        """The stream's segment descriptions, every one it ever had."""
+        scope, name = stream.split("/")
+        return list(self.client.describe_stream(scope, name).segments)
+
+    def cut(self, stream: str) -> dict[str, int]:
+        """The tail of every open segment: a stream cut as the ``*StreamCut`` options take it."""
+        return {
+            s.segment: self.client.segment_info(s.segment).write_offset
+            for s in self.segments(stream)
+            if not s.sealed
+        }
+
+    def group_watermark(self, stream: str) -> int:
+        """The minimum watermark over the stream's open segments, as the store has it now."""
+        return min(
+            self.client.segment_info(s.segment).watermark
+            for s in self.segments(stream)
+            if not s.sealed
+        )
+
+    def close(self) -> None:
+        """Closes the test's client; the server stops with its fixture."""
+        self.client.close()
+
+
+@pytest.fixture
+def synthetic_store(start_store: Callable[..., Any], clock: Any) -> Iterator[SyntheticStore]:
+    """A :class:`SyntheticStore` that ticks a segment idle for 1 ms or more."""
+    store = SyntheticStore(start_store(max_watermark_lag_ms=0), clock)
+    yield store
+    store.close()
+
+
+class BatchLog:
+    """A ``foreachBatch`` function that keeps every micro-batch's rows, by batch id.
+
+    A batch that runs again (after a failure or a restart) replaces what its
+    earlier attempt left, as an idempotent sink does; :attr:`attempts` keeps
+    every attempt. ``after_first(batch_id)``, when given, runs after the
+    first attempt of each batch was recorded (to block or fail it).
+    """
+
+    def __init__(self, after_first: Callable[[int], None] | None = None):
+        self.attempts: list[tuple[int, list[dict[str, Any]]]] = []
+        self.after_first = after_first
+        self._lock = threading.Lock()
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        rows = [row.asDict() for row in frame.collect()]
+        with self._lock:
+            first = all(b != batch_id for b, _ in self.attempts)
+            self.attempts.append((batch_id, rows))
+        if first and self.after_first is not None:
+            self.after_first(batch_id)
+
+    @property
+    def batches(self) -> dict[int, list[dict[str, Any]]]:
+        """The rows of each batch id's last attempt."""
+        with self._lock:
+            return dict(self.attempts)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of :attr:`batches`, in batch order."""
+        return [row for _, rows in sorted(self.batches.items()) for row in rows]
+
+
+def settle(*queries: Any) -> None:
+    """``processAllAvailable`` on each query in turn: with a synthetic clock, it returns."""
+    for query in queries:
+        query.processAllAvailable()
