@@ -9,6 +9,7 @@ and wait on it at the tail.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from dataclasses import dataclass
@@ -66,6 +67,9 @@ class Segment:
         self._write_fd = os.open(data_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._read_fd = os.open(data_path, os.O_RDONLY)
         self.dirty = False
+        # Mid-batch offsets handed out as a read's next offset: known event boundaries,
+        # so a sequential reader's next read is not checked by rescanning its batch.
+        self.read_boundaries: collections.OrderedDict[int, None] = collections.OrderedDict()
 
     # --- the sequencer's side -------------------------------------------------
 
@@ -147,6 +151,19 @@ class Segment:
                 key_low=self.key_low,
                 key_high=self.key_high,
             )
+
+    def remember_boundary(self, offset: int, limit: int = 256) -> None:
+        """Records ``offset`` as an event boundary, keeping the ``limit`` most recent."""
+        with self.changed:
+            self.read_boundaries[offset] = None
+            self.read_boundaries.move_to_end(offset)
+            while len(self.read_boundaries) > limit:
+                self.read_boundaries.popitem(last=False)
+
+    def is_known_boundary(self, offset: int) -> bool:
+        """Whether ``offset`` was handed out as a boundary recently."""
+        with self.changed:
+            return offset in self.read_boundaries
 
     def close(self) -> None:
         """Closes the files; closing twice is harmless."""

@@ -421,6 +421,12 @@ class SegmentStore:
             stop = target.index.boundary_at_or_before(limit)
         if stop > offset:
             return stop
+        stop = self._scan_stop(target, offset, limit)
+        target.remember_boundary(stop)
+        return stop
+
+    def _scan_stop(self, target: Segment, offset: int, limit: int) -> int:
+        """The end of the last whole event in ``(offset, limit]`` (at least one), by scanning."""
         chunk = target.read_bytes(offset, limit)
         stop = offset
         pos = 0
@@ -438,7 +444,7 @@ class SegmentStore:
     def _check_boundary(self, target: Segment, offset: int) -> None:
         with target.changed:
             start = target.index.boundary_at_or_before(offset)
-        if start == offset:
+        if start == offset or target.is_known_boundary(offset):
             return
         chunk = target.read_bytes(start, offset)
         pos = 0
