@@ -15,18 +15,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_adapter.event_time import (
-    order_by_event_time,
-    split_late,
-    tumbling_window_count,
-    with_connector_watermark,
-)
 from spark_adapter.options import SinkOptions, StreamCut, TidemarkOptions, parse_interval_ms
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from spark_adapter.event_time import (
+        order_by_event_time,
+        split_late,
+        tumbling_window_count,
+        with_connector_watermark,
+    )
+
+_EVENT_TIME_HELPERS = frozenset(
+    {"order_by_event_time", "split_late", "tumbling_window_count", "with_connector_watermark"}
+)
 
 __all__ = [
     "SinkOptions",
@@ -46,3 +51,13 @@ __all__ = [
 def register(spark: SparkSession) -> None:
     """Makes the ``tidemark`` format available in ``spark``; registering twice is harmless."""
     spark.dataSource.register(TidemarkDataSource)
+
+
+def __getattr__(name: str) -> object:
+    # The event-time helpers import pandas; a query's source process needs none of it.
+    if name in _EVENT_TIME_HELPERS:
+        from spark_adapter import event_time
+
+        return getattr(event_time, name)
+    msg = f"module 'spark_adapter' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from connector.client.connection import StoreClient
 from connector.framing import iter_frames
 from connector.reader.events import TimeDomain
-from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+from connector.reader.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
 from spark_adapter.options import TidemarkOptions
 from spark_adapter.planning import (
     SegmentRange,
@@ -33,6 +33,11 @@ from spark_adapter.planning import (
     ranges_between,
 )
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
+
+try:  # orjson comes with apache-beam (a dependency of apache-flink); json is the fallback
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
 
 __all__ = ["TidemarkBatchReader", "TidemarkStreamReader", "batch_reader", "stream_reader"]
 
@@ -81,18 +86,22 @@ class _Reading:
 
     def _partitions(self, start: SourceOffset, end: SourceOffset, watermark_row: bool) -> list[TidemarkPartition]:
         chains = _lineage_chains(self._store, ranges_between(start, end))
-        partitions = [TidemarkPartition(chain, end.watermark) for chain in chains]
-        if watermark_row and end.watermark is not None and (
-            start.watermark is None or end.watermark > start.watermark
-        ):
-            partitions.append(TidemarkPartition((), end.watermark, watermark_row=True))
-        return partitions
+        rose = end.watermark is not None and (start.watermark is None or end.watermark > start.watermark)
+        wants_row = watermark_row and rose
+        if not chains:
+            return [TidemarkPartition((), end.watermark, watermark_row=True)] if wants_row else []
+        # The watermark row rides with the first task: a Python task costs Spark ~0.1 s to start.
+        return [
+            TidemarkPartition(chain, end.watermark, watermark_row=wants_row and i == 0)
+            for i, chain in enumerate(chains)
+        ]
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
         """Reads the partition's ranges and yields Arrow record batches of rows."""
         arrow_schema = _arrow_schema(self._schema)
         if partition.watermark_row:
             yield pa.RecordBatch.from_pylist([_watermark_row(partition.watermark)], schema=arrow_schema)
+        if not partition.ranges:
             return
         client = StoreClient(self._options.uri)
         try:
@@ -247,14 +256,20 @@ class _Rows:
         decode = self._deserializer != "bytes"
         parse = self._deserializer == "json" and self._assigner is not None
         assigner = self._assigner
+        # JSON events with a timestamp field: read an integer field directly (the common case).
+        field = assigner.field if parse and isinstance(assigner, FieldTimestampAssigner) else None
         for frame in iter_frames(data, base_offset):
             payload = frame.payload
             event = payload.decode() if decode else payload
             if assigner is None:
                 event_time = frame.ingestion_time
             else:
-                value = json.loads(event) if parse else event
-                event_time = assigner.extract_timestamp(value, frame.ingestion_time)
+                value = _loads(payload) if parse else event
+                stamp = value.get(field) if field is not None and type(value) is dict else None
+                if type(stamp) is int:
+                    event_time = stamp
+                else:
+                    event_time = assigner.extract_timestamp(value, frame.ingestion_time)
             self.keys.append(frame.routing_key)
             self.events.append(event)
             self.event_times.append(event_time * 1000)
