@@ -26,7 +26,6 @@ __all__ = [
     "Frame",
     "encode_frames",
     "iter_frames",
-    "valid_prefix",
 ]
 
 HEADER = struct.Struct("<IIq")
@@ -119,24 +118,3 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
         yield Frame(base_offset + pos, time_ms, body[2 + key_length :], key, base_offset + stop)
         pos = stop
 
-
-def valid_prefix(data: bytes) -> tuple[int, list[tuple[int, int]]]:
-    """Returns the length of the longest prefix of whole, intact frames.
-
-    Also returns ``(end offset, ingestion time)`` of every frame in that prefix,
-    which recovery uses to rebuild attributes. Never raises: a torn or corrupt
-    frame simply ends the prefix.
-    """
-    frames: list[tuple[int, int]] = []
-    unpack = HEADER.unpack_from
-    size = HEADER.size
-    end = len(data)
-    pos = 0
-    while end - pos >= size:
-        length, crc, time_ms = unpack(data, pos)
-        stop = pos + size + length
-        if stop > end or zlib.crc32(data[pos + size : stop], zlib.crc32(_TIME.pack(time_ms))) != crc:
-            break
-        frames.append((stop, time_ms))
-        pos = stop
-    return pos, frames
