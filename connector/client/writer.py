@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from bisect import bisect_right
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position

@@ -47,7 +47,7 @@ class ReadLog:
     def assert_watermark_rules(self, lag_ms: int) -> None:
         """Strictly ascending watermarks; every later event ingested after W + lag."""
         marks = self.watermarks
-        assert all(a < b for a, b in zip(marks, marks[1:])), f"watermarks not ascending: {marks}"
+        assert all(a < b for a, b in zip(marks, marks[1:], strict=False)), f"watermarks not ascending: {marks}"
         current = None
         for read in self.reads:
             if read.is_watermark:
