@@ -1,4 +1,4 @@
-"""What the reader and Spark benchmarks share: a store server subprocess, machine facts, figures.
+"""What the benchmarks share: child processes (store server, redis-server), timing, facts, figures.
 
 Not a benchmark itself (``run.py`` runs only ``*_bench.py`` files).
 """
@@ -15,11 +15,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from run import write_section
 
 __all__ = [
     "BenchFailure",
+    "ChildProcess",
     "StoreServerProcess",
+    "Timing",
     "cpu_model",
     "cpu_seconds",
     "load_average",
@@ -28,6 +33,9 @@ __all__ = [
     "percentile",
     "print_table",
     "raise_on_signal",
+    "run_and_record",
+    "signals_interrupt",
+    "timed",
 ]
 
 START_TIMEOUT_S = 30.0
@@ -48,41 +56,59 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-class StoreServerProcess:
-    """``python -m connector.server`` on ``127.0.0.1:0`` in a temporary data directory.
+@dataclass
+class Timing:
+    """Wall seconds of a timed block, and the CPU seconds client (this process) and server used."""
 
-    Always stopped by :meth:`stop` (SIGTERM, a bounded wait, then SIGKILL);
-    use it as a context manager. ``uri`` is known once the server printed
-    ``listening on HOST:PORT``.
+    seconds: float = float("nan")
+    client_cpu: float = float("nan")
+    server_cpu: float | None = None
+
+    def cpu_text(self) -> str:
+        """``client / server`` CPU seconds, ``?`` for a server figure not known."""
+        server = "?" if self.server_cpu is None else f"{self.server_cpu:.2f}"
+        return f"{self.client_cpu:.2f} / {server}"
+
+
+@contextlib.contextmanager
+def timed(server_pid: int) -> Iterator[Timing]:
+    """Times the block; the :class:`Timing` yielded is filled in when the block ends normally."""
+    timing = Timing()
+    server_before = cpu_seconds(server_pid)
+    cpu_before = time.process_time()
+    start = time.perf_counter()
+    yield timing
+    timing.seconds = time.perf_counter() - start
+    timing.client_cpu = time.process_time() - cpu_before
+    server_after = cpu_seconds(server_pid)
+    if server_before is not None and server_after is not None:
+        timing.server_cpu = server_after - server_before
+
+
+class ChildProcess:
+    """A subprocess that is always stopped by :meth:`stop`: SIGTERM, a bounded wait, then SIGKILL.
+
+    Its stderr, and its stdout unless ``capture_stdout`` (then read with
+    :meth:`wait_for_line`), go to ``log_path``. ``name`` names it in messages.
+    Use it as a context manager.
     """
 
-    def __init__(self, *extra_args: str):
-        self._scratch = tempfile.TemporaryDirectory(prefix="tidemark-bench-")
-        data_dir = os.path.join(self._scratch.name, "data")
-        self._log_path = os.path.join(self._scratch.name, "server.log")
-        self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.args = list(extra_args)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "connector.server",
-                "--data-dir",
-                data_dir,
-                "--listen",
-                "127.0.0.1:0",
-                *extra_args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            stdin=subprocess.DEVNULL,
-        )
+    def __init__(
+        self, argv: Sequence[str], log_path: str, *, name: str, capture_stdout: bool = True
+    ):
+        self.name = name
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         try:
-            address = self._wait_for_line("listening on", START_TIMEOUT_S).split()[-1]
+            self.proc = subprocess.Popen(
+                list(argv),
+                stdout=subprocess.PIPE if capture_stdout else self._log,
+                stderr=self._log,
+                stdin=subprocess.DEVNULL,
+            )
         except BaseException:
-            self.stop()
+            self._log.close()
             raise
-        self.uri = f"tidemark://{address}"
 
     @property
     def pid(self) -> int:
@@ -91,7 +117,8 @@ class StoreServerProcess:
     def cpu_seconds(self) -> float | None:
         return cpu_seconds(self.proc.pid)
 
-    def _wait_for_line(self, prefix: str, timeout_s: float) -> str:
+    def wait_for_line(self, prefix: str, timeout_s: float = START_TIMEOUT_S) -> str:
+        """The first line of stdout that starts with ``prefix``; bounded by ``timeout_s``."""
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout_s
         buffered = b""
@@ -105,27 +132,54 @@ class StoreServerProcess:
                         return text
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    msg = f"server: no {prefix!r} line within {timeout_s:.0f} s; {self.log_tail()}"
+                    msg = (
+                        f"{self.name}: no {prefix!r} line within {timeout_s:.0f} s; "
+                        f"{self.log_tail()}"
+                    )
                     raise BenchFailure(msg)
                 if selector.select(min(left, 0.5)):
                     chunk = os.read(self.proc.stdout.fileno(), 65536)
                     if not chunk:
                         status = self.proc.wait(STOP_TIMEOUT_S)
-                        msg = f"server exited with {status} before {prefix!r}; {self.log_tail()}"
+                        msg = (
+                            f"{self.name} exited with {status} before {prefix!r}; "
+                            f"{self.log_tail()}"
+                        )
                         raise BenchFailure(msg)
                     buffered += chunk
 
+    def wait_until(
+        self, ready: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S
+    ) -> None:
+        """Calls ``ready`` every 50 ms until it returns true; bounded by ``timeout_s``.
+
+        Fails at once if the process exits; ``what`` says what was awaited
+        (``answering``: "NAME not answering within N s").
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                msg = f"{self.name} exited with {self.proc.returncode}; {self.log_tail()}"
+                raise BenchFailure(msg)
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                msg = f"{self.name} not {what} within {timeout_s:.0f} s; {self.log_tail()}"
+                raise BenchFailure(msg)
+            time.sleep(0.05)
+
     def log_tail(self, lines: int = 15) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         try:
-            with open(self._log_path, encoding="utf-8", errors="replace") as file:
+            with open(self.log_path, encoding="utf-8", errors="replace") as file:
                 tail = file.read().splitlines()[-lines:]
         except OSError:
             return "no log"
         return "log tail:\n  " + "\n  ".join(tail) if tail else "empty log"
 
     def stop(self) -> None:
-        """Stops the server and removes its data; stopping twice is harmless."""
+        """Stops the process; stopping twice is harmless."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -137,14 +191,47 @@ class StoreServerProcess:
             self.proc.stdout.close()
         if not self._log.closed:
             self._log.close()
+
+    def __enter__(self) -> ChildProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class StoreServerProcess(ChildProcess):
+    """``python -m connector.server`` on ``127.0.0.1:0`` in a temporary data directory.
+
+    Started once it printed ``listening on HOST:PORT`` (then ``uri`` is known);
+    :meth:`stop` also removes the data directory.
+    """
+
+    def __init__(self, *extra_args: str):
+        self._scratch = tempfile.TemporaryDirectory(prefix="tidemark-bench-")
+        data_dir = os.path.join(self._scratch.name, "data")
+        self.args = list(extra_args)
+        argv = [sys.executable, "-m", "connector.server", "--data-dir", data_dir,
+                "--listen", "127.0.0.1:0", *extra_args]  # fmt: skip
+        try:
+            super().__init__(argv, os.path.join(self._scratch.name, "server.log"), name="server")
+        except BaseException:
+            self._scratch.cleanup()
+            raise
+        try:
+            address = self.wait_for_line("listening on").split()[-1]
+        except BaseException:
+            self.stop()
+            raise
+        self.uri = f"tidemark://{address}"
+
+    def stop(self) -> None:
+        """Stops the server and removes its data; stopping twice is harmless."""
+        super().stop()
         with contextlib.suppress(OSError):
             self._scratch.cleanup()
 
     def __enter__(self) -> StoreServerProcess:
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 def raise_on_signal(signum: int, _frame: object) -> None:
@@ -162,6 +249,30 @@ def signals_interrupt() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def run_and_record(
+    name: str, body: Callable[[], str], *, write: bool, stopped: str = "servers stopped"
+) -> int:
+    """Runs a benchmark's ``body`` and records the markdown it returns in section ``name``.
+
+    SIGTERM and SIGHUP unwind ``body`` like Ctrl-C. Returns 0, 1 when ``body``
+    raised :class:`BenchFailure`, 130 when interrupted; ``stopped`` says what
+    the unwinding cleaned up.
+    """
+    try:
+        with signals_interrupt():
+            markdown = body()
+    except BenchFailure as error:
+        print(f"{name} benchmark failed: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as stop:
+        print(f"{name} benchmark interrupted ({stop or 'SIGINT'}); {stopped}", file=sys.stderr)
+        return 130
+    if write:
+        write_section(name, markdown)
+        print("written to bench/RESULTS.md")
+    return 0
 
 
 # --- facts and figures -----------------------------------------------------------

@@ -23,29 +23,35 @@ console and to this benchmark's section of ``bench/RESULTS.md``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import os
-import platform
 import random
-import selectors
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run import command_line, write_section  # noqa: E402
-
 import grpc  # noqa: E402
 import redis  # noqa: E402
+from _support import (  # noqa: E402
+    BenchFailure,
+    ChildProcess,
+    StoreServerProcess,
+    Timing,
+    load_average,
+    machine_facts,
+    markdown_table,
+    print_table,
+    run_and_record,
+    timed,
+)
+from run import command_line  # noqa: E402
 
 from connector import BytesSerializer, EventWriter, StoreClient, WriterConfig  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
@@ -56,37 +62,23 @@ SECTION = "store"
 HEADING = "Store: append and read, Tidemark vs Redis Streams"
 TARGET_APPEND = 150_000
 TARGET_READ = 400_000
-START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 15.0
 CALL_TIMEOUT_S = 120.0
 
 
 # --- small helpers --------------------------------------------------------------
 
 
-class BenchFailure(Exception):
-    """The benchmark could not run or its check failed."""
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` so far (Linux; None elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as file:
-            fields = file.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 @dataclass
 class Phase:
-    """One timed phase: events moved, payload bytes, wall time, CPU on each side."""
+    """One timed phase: events moved, payload bytes, wall time and CPU on each side."""
 
     events: int
     payload_bytes: int
-    seconds: float
-    client_cpu: float
-    server_cpu: float | None
+    timing: Timing
+
+    @property
+    def seconds(self) -> float:
+        return self.timing.seconds
 
     @property
     def events_per_s(self) -> float:
@@ -95,85 +87,6 @@ class Phase:
     @property
     def mb_per_s(self) -> float:
         return self.payload_bytes / self.seconds / 1e6
-
-
-@contextlib.contextmanager
-def _timed(server_pid: int, out: list[Phase], events: int, payload_bytes: int) -> Iterator[None]:
-    server_before = _cpu_seconds(server_pid)
-    cpu_before = time.process_time()
-    start = time.perf_counter()
-    yield
-    seconds = time.perf_counter() - start
-    client_cpu = time.process_time() - cpu_before
-    server_after = _cpu_seconds(server_pid)
-    server_cpu = None
-    if server_before is not None and server_after is not None:
-        server_cpu = server_after - server_before
-    out.append(Phase(events, payload_bytes, seconds, client_cpu, server_cpu))
-
-
-class _Child:
-    """A subprocess that is always stopped: SIGTERM, a bounded wait, then SIGKILL."""
-
-    def __init__(self, argv: list[str], log_path: str, capture_stdout: bool = True):
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE if capture_stdout else self._log,
-            stderr=self._log,
-            stdin=subprocess.DEVNULL,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def wait_for_line(self, prefix: str, timeout_s: float) -> str:
-        """The first line of stdout that starts with ``prefix``; bounded by ``timeout_s``."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout_s
-        buffered = b""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.proc.stdout, selectors.EVENT_READ)
-            while True:
-                while b"\n" in buffered:
-                    line, buffered = buffered.split(b"\n", 1)
-                    text = line.decode(errors="replace").strip()
-                    if text.startswith(prefix):
-                        return text
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    msg = f"no {prefix!r} line within {timeout_s:.0f} s; {self.log_tail()}"
-                    raise BenchFailure(msg)
-                if selector.select(min(left, 0.5)):
-                    chunk = os.read(self.proc.stdout.fileno(), 65536)
-                    if not chunk:
-                        status = self.proc.wait(STOP_TIMEOUT_S)
-                        msg = f"exited with {status} before {prefix!r}; {self.log_tail()}"
-                        raise BenchFailure(msg)
-                    buffered += chunk
-
-    def log_tail(self, lines: int = 15) -> str:
-        self._log.flush()
-        try:
-            with open(self.log_path, encoding="utf-8", errors="replace") as file:
-                tail = file.read().splitlines()[-lines:]
-        except OSError:
-            return "no log"
-        return "log tail:\n  " + "\n  ".join(tail) if tail else "empty log"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(STOP_TIMEOUT_S)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self._log.close()
 
 
 def _free_port() -> int:
@@ -214,53 +127,40 @@ class Result:
 
 def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int) -> Result:
     """Appends through a server subprocess with one EventWriter, then reads it all back."""
-    phases: list[Phase] = []
     total = len(payloads) * args.event_size
-    with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
-        data_dir = os.path.join(scratch, "data")
-        server = _Child(
-            [sys.executable, "-m", "connector.server", "--data-dir", data_dir,
-             "--listen", "127.0.0.1:0"],
-            os.path.join(scratch, "server.log"),
-        )
-        client = None
-        try:
-            address = server.wait_for_line("listening on", START_TIMEOUT_S).split()[-1]
-            client = StoreClient(f"tidemark://{address}", retry_timeout_s=10,
-                                 call_timeout_s=CALL_TIMEOUT_S)
-            client.create_scope("bench")
-            description = client.create_stream("bench", "events", segment_count=1)
-            segment = description.segments[0].segment
-            config = WriterConfig(args.batch_bytes, args.batch_events)
-            writer = EventWriter(client, "bench/events", BytesSerializer(),
-                                 writer_id="bench-writer", config=config)
+    with (
+        StoreServerProcess() as server,
+        StoreClient(server.uri, retry_timeout_s=10, call_timeout_s=CALL_TIMEOUT_S) as client,
+    ):
+        client.create_scope("bench")
+        description = client.create_stream("bench", "events", segment_count=1)
+        segment = description.segments[0].segment
+        config = WriterConfig(args.batch_bytes, args.batch_events)
+        writer = EventWriter(client, "bench/events", BytesSerializer(),
+                             writer_id="bench-writer", config=config)
 
-            write = writer.write_event
-            key = args.routing_key
-            with _timed(server.pid, phases, len(payloads), total):
-                for payload in payloads:
-                    write(payload, key)
-                writer.close()
+        write = writer.write_event
+        key = args.routing_key
+        with timed(server.pid) as append:
+            for payload in payloads:
+                write(payload, key)
+            writer.close()
 
-            count = 0
-            checksum = 0
-            offset = 0
-            crc32 = zlib.crc32
-            read = client.read
-            with _timed(server.pid, phases, len(payloads), total):
-                while True:
-                    result = read(segment, offset, max_bytes=args.read_bytes)
-                    if result.next_offset == offset:
-                        break
-                    for frame in iter_frames(result.data, result.offset):
-                        checksum = crc32(frame.payload, checksum)
-                        count += 1
-                    offset = result.next_offset
-            _check("tidemark", count, checksum, len(payloads), expected)
-        finally:
-            if client is not None:
-                client.close()
-            server.stop()
+        count = 0
+        checksum = 0
+        offset = 0
+        crc32 = zlib.crc32
+        read = client.read
+        with timed(server.pid) as reading:
+            while True:
+                result = read(segment, offset, max_bytes=args.read_bytes)
+                if result.next_offset == offset:
+                    break
+                for frame in iter_frames(result.data, result.offset):
+                    checksum = crc32(frame.payload, checksum)
+                    count += 1
+                offset = result.next_offset
+        _check("tidemark", count, checksum, len(payloads), expected)
     keys = "no routing key"
     if args.routing_key:
         keys = f"routing key {args.routing_key!r} on every event"
@@ -269,7 +169,9 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
         f"per append), {keys}; reads of max_bytes={args.read_bytes:,}, decoded with "
         "framing.iter_frames"
     )
-    return Result("tidemark", phases[0], phases[1], note)
+    return Result(
+        "tidemark", Phase(len(payloads), total, append), Phase(len(payloads), total, reading), note
+    )
 
 
 def _redis_binary(args: argparse.Namespace) -> str:
@@ -280,42 +182,33 @@ def _redis_binary(args: argparse.Namespace) -> str:
     return binary
 
 
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.BusyLoadingError):
+        return False
+
+
 def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) -> Result:
     """XADD pipelined in batches to a redis-server subprocess, then XRANGE in pages."""
     binary = _redis_binary(args)
-    phases: list[Phase] = []
     total = len(payloads) * args.event_size
     key = "bench:events"
     with tempfile.TemporaryDirectory(prefix="redis-bench-") as scratch:
         port = _free_port()
-        server = _Child(
-            [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", scratch,
-             "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-             "--daemonize", "no", "--protected-mode", "yes", "--logfile", ""],
-            os.path.join(scratch, "redis.log"),
-            capture_stdout=False,
-        )
-        client = None
-        try:
-            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT_S,
-                                 socket_connect_timeout=2)
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while True:
-                if server.proc.poll() is not None:
-                    msg = f"redis-server exited with {server.proc.returncode}; {server.log_tail()}"
-                    raise BenchFailure(msg)
-                try:
-                    if client.ping():
-                        break
-                except (redis.ConnectionError, redis.BusyLoadingError):
-                    pass
-                if time.monotonic() > deadline:
-                    msg = f"redis-server not answering within {START_TIMEOUT_S:.0f} s"
-                    raise BenchFailure(msg)
-                time.sleep(0.05)
+        argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", scratch,
+                "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+                "--daemonize", "no", "--protected-mode", "yes", "--logfile", ""]  # fmt: skip
+        log_path = os.path.join(scratch, "redis.log")
+        with (
+            ChildProcess(argv, log_path, name="redis-server", capture_stdout=False) as server,
+            redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT_S,
+                        socket_connect_timeout=2) as client,
+        ):
+            server.wait_until(lambda: _answers(client), "answering")
 
             batch = args.redis_batch
-            with _timed(server.pid, phases, len(payloads), total):
+            with timed(server.pid) as append:
                 pipe = client.pipeline(transaction=False)
                 for start in range(0, len(payloads), batch):
                     for payload in payloads[start : start + batch]:
@@ -326,7 +219,7 @@ def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) ->
             checksum = 0
             crc32 = zlib.crc32
             low: bytes | str = "-"
-            with _timed(server.pid, phases, len(payloads), total):
+            with timed(server.pid) as reading:
                 while True:
                     entries = client.xrange(key, min=low, max="+", count=args.redis_page)
                     if not entries:
@@ -336,15 +229,13 @@ def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) ->
                         count += 1
                     low = b"(" + entries[-1][0]
             _check("redis", count, checksum, len(payloads), expected)
-        finally:
-            if client is not None:
-                client.close()
-            server.stop()
     note = (
         f"XADD pipelined {batch:,} per batch (transaction=False); "
         f"XRANGE pages of COUNT {args.redis_page:,}"
     )
-    return Result("redis", phases[0], phases[1], note)
+    return Result(
+        "redis", Phase(len(payloads), total, append), Phase(len(payloads), total, reading), note
+    )
 
 
 # --- reporting -------------------------------------------------------------------
@@ -361,17 +252,6 @@ def _redis_version(binary: str) -> str:
     return "unknown"
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def _redis_parser() -> str:
     try:
         import hiredis  # noqa: F401
@@ -381,20 +261,9 @@ def _redis_parser() -> str:
 
 
 def _machine() -> str:
-    memory = ""
-    with contextlib.suppress(OSError, ValueError):
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        memory = f", {pages / 2**30:.0f} GiB RAM"
-    return (
-        f"{os.cpu_count()} cores ({_cpu_model()}){memory}, {platform.system()} "
-        f"{platform.release()}; Python {platform.python_version()}, grpcio {grpc.__version__}, "
-        f"redis-py {redis.__version__} {_redis_parser()}"
+    return machine_facts(
+        f"grpcio {grpc.__version__}", f"redis-py {redis.__version__} {_redis_parser()}"
     )
-
-
-def _fmt_cpu(phase: Phase) -> str:
-    server = "?" if phase.server_cpu is None else f"{phase.server_cpu:.2f}"
-    return f"{phase.client_cpu:.2f} / {server}"
 
 
 def _table(results: Sequence[Result]) -> list[list[str]]:
@@ -406,31 +275,9 @@ def _table(results: Sequence[Result]) -> list[list[str]]:
             f"{r.append.events_per_s:,.0f}", f"{r.append.mb_per_s:.1f}",
             f"{r.read.events_per_s:,.0f}", f"{r.read.mb_per_s:.1f}",
             f"{r.append.seconds:.2f}", f"{r.read.seconds:.2f}",
-            _fmt_cpu(r.append), _fmt_cpu(r.read),
+            r.append.timing.cpu_text(), r.read.timing.cpu_text(),
         ])
     return rows
-
-
-def _print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for n, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
-        print("  ".join(cells))
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
-
-
-def _markdown_table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(rows[0]) + " |", "| --- " + "| ---: " * (len(rows[0]) - 1) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
-    return "\n".join(lines)
-
-
-def _load() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
 
 
 def _verdicts(tidemark: Result, redis_result: Result | None) -> list[tuple[str, bool | None]]:
@@ -453,14 +300,14 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
     rows = _table(results)
     print()
     print(f"{args.events:,} events of {args.event_size} bytes, one writer then one reader")
-    _print_table(rows)
+    print_table(rows)
     ratios = ""
     if redis_result is not None:
         append_ratio = tidemark.append.events_per_s / redis_result.append.events_per_s
         read_ratio = tidemark.read.events_per_s / redis_result.read.events_per_s
         ratios = f"tidemark/redis: append {append_ratio:.2f}x, read {read_ratio:.2f}x"
         print(ratios)
-    print(f"load average (1 min): before {args.load_before:.2f}, after {_load():.2f}")
+    print(f"load average (1 min): before {args.load_before:.2f}, after {load_average():.2f}")
     verdicts = _verdicts(tidemark, redis_result)
     mark = {True: "met", False: "MISSED", None: "not measured"}
     for target, ok in verdicts:
@@ -485,7 +332,7 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         "seconds are those the client (the benchmark process) and the server process used during "
         "the phase; the machine has "
         f"{os.cpu_count()} cores, so client and server compete for them. Load average (1 min) "
-        f"before the run {args.load_before:.2f}, after {_load():.2f}: other work on the machine "
+        f"before the run {args.load_before:.2f}, after {load_average():.2f}: other work on the machine "
         "slows both systems.",
         "",
     ]
@@ -499,7 +346,7 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         "of the figures (compare the client CPU seconds with the wall time); redis-py parses "
         "replies in C only when hiredis is installed, and the line above says which parser ran.",
         "",
-        _markdown_table(rows),
+        markdown_table(rows),
         "",
     ]
     if ratios:
@@ -537,47 +384,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _raise_on_signal(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs the benchmark; 0 when every check passed, 1 when one failed."""
     args = _parser().parse_args(argv)
     if args.events <= 0 or args.event_size <= 0:
         print("--events and --event-size must be > 0", file=sys.stderr)
         return 2
-    previous = {s: signal.signal(s, _raise_on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        if not args.skip_redis:
-            _redis_binary(args)  # fail before the long Tidemark run, not after
-        args.load_before = _load()
-        payloads, expected = _payloads(args.events, args.event_size, args.seed)
-        runners: list[Callable[..., Result]] = [run_tidemark]
-        if not args.skip_redis:
-            runners.append(run_redis)
-        results = []
-        for runner in runners:
-            name = runner.__name__.removeprefix("run_")
-            print(f"{name}: appending and reading {args.events:,} events ...", flush=True)
-            result = runner(args, payloads, expected)
-            print(f"{name}: append {result.append.events_per_s:,.0f} events/s, "
-                  f"read {result.read.events_per_s:,.0f} events/s", flush=True)
-            results.append(result)
-        markdown = _report(args, results)
-    except BenchFailure as error:
-        print(f"store benchmark failed: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print(f"store benchmark interrupted ({stop or 'SIGINT'}); servers stopped", file=sys.stderr)
-        return 130
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if not args.no_write:
-        write_section(SECTION, markdown)
-        print("written to bench/RESULTS.md")
-    return 0
+    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
+
+
+def _run(args: argparse.Namespace) -> str:
+    """Both systems, one after the other; returns the markdown section."""
+    if not args.skip_redis:
+        _redis_binary(args)  # fail before the long Tidemark run, not after
+    args.load_before = load_average()
+    payloads, expected = _payloads(args.events, args.event_size, args.seed)
+    runners: list[Callable[..., Result]] = [run_tidemark]
+    if not args.skip_redis:
+        runners.append(run_redis)
+    results = []
+    for runner in runners:
+        name = runner.__name__.removeprefix("run_")
+        print(f"{name}: appending and reading {args.events:,} events ...", flush=True)
+        result = runner(args, payloads, expected)
+        print(f"{name}: append {result.append.events_per_s:,.0f} events/s, "
+              f"read {result.read.events_per_s:,.0f} events/s", flush=True)
+        results.append(result)
+    return _report(args, results)
 
 
 if __name__ == "__main__":
