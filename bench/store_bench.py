@@ -332,8 +332,8 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         "seconds are those the client (the benchmark process) and the server process used during "
         "the phase; the machine has "
         f"{os.cpu_count()} cores, so client and server compete for them. Load average (1 min) "
-        f"before the run {args.load_before:.2f}, after {load_average():.2f}: other work on the machine "
-        "slows both systems.",
+        f"before the run {args.load_before:.2f}, after {load_average():.2f}: other work on the "
+        "machine slows both systems.",
         "",
     ]
     for r in results:
