@@ -114,9 +114,6 @@ class ChildProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def cpu_seconds(self) -> float | None:
-        return cpu_seconds(self.proc.pid)
-
     def wait_for_line(self, prefix: str, timeout_s: float = START_TIMEOUT_S) -> str:
         """The first line of stdout that starts with ``prefix``; bounded by ``timeout_s``."""
         assert self.proc.stdout is not None

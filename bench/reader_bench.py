@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import cProfile
 import datetime
 import os
@@ -45,7 +46,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,14 +55,16 @@ import grpc  # noqa: E402
 from _support import (  # noqa: E402
     BenchFailure,
     StoreServerProcess,
+    Timing,
     load_average,
     machine_facts,
     markdown_table,
     percentile,
     print_table,
-    signals_interrupt,
+    run_and_record,
+    timed,
 )
-from run import command_line, write_section  # noqa: E402
+from run import command_line  # noqa: E402
 
 from connector import BytesSerializer, EventWriter, StoreClient  # noqa: E402
 from connector.reader import EventReader, ReaderConfig, ReaderGroupManager, TimeDomain  # noqa: E402
@@ -85,9 +88,11 @@ class ReadRun:
     domain: TimeDomain
     events: int
     watermarks: int
-    seconds: float
-    client_cpu: float
-    server_cpu: float | None
+    timing: Timing
+
+    @property
+    def seconds(self) -> float:
+        return self.timing.seconds
 
     @property
     def events_per_s(self) -> float:
@@ -154,23 +159,15 @@ def run_throughput(args: argparse.Namespace) -> Throughput:
                     "reader", BytesSerializer(), ReaderConfig(time_domain=domain)
                 )
                 try:
-                    server_before = server.cpu_seconds()
-                    cpu_before = time.process_time()
-                    start = time.perf_counter()
-                    count, watermarks = _read_all(reader, args.events)
-                    seconds = time.perf_counter() - start
-                    client_cpu = time.process_time() - cpu_before
-                    server_after = server.cpu_seconds()
+                    with timed(server.pid) as timing:
+                        count, watermarks = _read_all(reader, args.events)
                 finally:
                     reader.close()
-                server_cpu = None
-                if server_before is not None and server_after is not None:
-                    server_cpu = server_after - server_before
-                run = ReadRun(domain, count, watermarks, seconds, client_cpu, server_cpu)
+                run = ReadRun(domain, count, watermarks, timing)
                 runs.append(run)
                 print(
                     f"  {domain.value}: {run.events_per_s:,.0f} events/s "
-                    f"({watermarks} watermark reads, {seconds:.2f} s)",
+                    f"({watermarks} watermark reads, {run.seconds:.2f} s)",
                     flush=True,
                 )
         share, top = _profile_ingestion(manager, args.events)
@@ -276,6 +273,32 @@ def _stream_segments(client: StoreClient, stream: str) -> list[str]:
     return [s.segment for s in client.describe_stream(SCOPE, stream).open_segments]
 
 
+@contextlib.contextmanager
+def _watched_stream(
+    stream: str, *server_args: str
+) -> Iterator[tuple[StoreClient, list[str], ReaderThread]]:
+    """A server, a 2-segment stream, a writer client, its segments and a reading ReaderThread.
+
+    The thread is stopped (and its failure raised) on the way out; then its
+    log is ``thread.log``.
+    """
+    with (
+        StoreServerProcess(*server_args) as server,
+        StoreClient(server.uri) as writer_client,
+        StoreClient(server.uri) as reader_client,
+    ):
+        writer_client.create_scope(SCOPE)
+        writer_client.create_stream(SCOPE, stream, segment_count=2)
+        segments = _stream_segments(writer_client, stream)
+        thread = ReaderThread(reader_client, stream, f"{SCOPE}/{stream}")
+        thread.start()
+        try:
+            thread.started_reading.wait(10)
+            yield writer_client, segments, thread
+        finally:
+            thread.stop()
+
+
 # --- b. steady writes ------------------------------------------------------------------
 
 
@@ -290,55 +313,43 @@ class Latencies:
 
 
 def run_steady(args: argparse.Namespace) -> Latencies:
-    with (
-        StoreServerProcess() as server,
-        StoreClient(server.uri) as writer_client,
-        StoreClient(server.uri) as reader_client,
-    ):
-        writer_client.create_scope(SCOPE)
-        writer_client.create_stream(SCOPE, "steady", segment_count=2)
-        segments = _stream_segments(writer_client, "steady")
-        thread = ReaderThread(reader_client, "steady", f"{SCOPE}/steady")
-        thread.start()
-        try:
-            thread.started_reading.wait(10)
-            time.sleep(0.5)  # the reader is at the tails, its reads waiting
-            payload = b"x" * args.event_size
-            per_segment = [
-                args.batch // len(segments) + (i < args.batch % len(segments))
-                for i in range(len(segments))
-            ]
-            numbers = [0] * len(segments)
-            appends: list[tuple[int, float]] = []  # (ingestion time, wall time of the ack)
-            interval = args.interval_ms / 1000
-            ticks = int(args.steady_seconds / interval)
-            late_ticks = 0
-            start = time.monotonic()
-            print(
-                f"  appending {args.batch} events every {args.interval_ms} ms for "
-                f"{args.steady_seconds:.0f} s ...",
-                flush=True,
-            )
-            for tick in range(ticks):
-                due = start + tick * interval
-                pause = due - time.monotonic()
-                if pause > 0:
-                    time.sleep(pause)
-                elif pause < -interval:
-                    late_ticks += 1
-                for n, segment in enumerate(segments):
-                    count = per_segment[n]
-                    if not count:
-                        continue
-                    result = writer_client.append(
-                        segment, f"steady-{n}", numbers[n], [payload] * count
-                    )
-                    appends.append((result.ingestion_time, time.time()))
-                    numbers[n] += count
-            elapsed = time.monotonic() - start
-            time.sleep(1.0)  # let the reader catch up with what is covered already
-        finally:
-            log = thread.stop()
+    with _watched_stream("steady") as (writer_client, segments, thread):
+        time.sleep(0.5)  # the reader is at the tails, its reads waiting
+        payload = b"x" * args.event_size
+        per_segment = [
+            args.batch // len(segments) + (i < args.batch % len(segments))
+            for i in range(len(segments))
+        ]
+        numbers = [0] * len(segments)
+        appends: list[tuple[int, float]] = []  # (ingestion time, wall time of the ack)
+        interval = args.interval_ms / 1000
+        ticks = int(args.steady_seconds / interval)
+        late_ticks = 0
+        start = time.monotonic()
+        print(
+            f"  appending {args.batch} events every {args.interval_ms} ms for "
+            f"{args.steady_seconds:.0f} s ...",
+            flush=True,
+        )
+        for tick in range(ticks):
+            due = start + tick * interval
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            elif pause < -interval:
+                late_ticks += 1
+            for n, segment in enumerate(segments):
+                count = per_segment[n]
+                if not count:
+                    continue
+                result = writer_client.append(
+                    segment, f"steady-{n}", numbers[n], [payload] * count
+                )
+                appends.append((result.ingestion_time, time.time()))
+                numbers[n] += count
+        elapsed = time.monotonic() - start
+        time.sleep(1.0)  # let the reader catch up with what is covered already
+    log = thread.log
     values = []
     excluded = 0
     # The append that raised a watermark read to W is the one ingested at W + 1.
@@ -379,26 +390,13 @@ def run_steady(args: argparse.Namespace) -> Latencies:
 
 def run_idle(args: argparse.Namespace) -> Latencies:
     lag, period = args.idle_lag_ms, args.idle_polling_ms
-    with (
-        StoreServerProcess(
-            "--max-watermark-lag-ms", str(lag), "--polling-period-ms", str(period)
-        ) as server,
-        StoreClient(server.uri) as writer_client,
-        StoreClient(server.uri) as reader_client,
-    ):
-        writer_client.create_scope(SCOPE)
-        writer_client.create_stream(SCOPE, "idle", segment_count=2)
-        segments = _stream_segments(writer_client, "idle")
-        thread = ReaderThread(reader_client, "idle", f"{SCOPE}/idle")
-        thread.start()
-        try:
-            thread.started_reading.wait(10)
-            writer_client.append(segments[0], "idle-writer", 0, [b"x" * args.event_size])
-            acked = time.time()
-            print(f"  one event written; idle for {args.idle_seconds:.0f} s ...", flush=True)
-            time.sleep(args.idle_seconds)
-        finally:
-            log = thread.stop()
+    server_args = ("--max-watermark-lag-ms", str(lag), "--polling-period-ms", str(period))
+    with _watched_stream("idle", *server_args) as (writer_client, segments, thread):
+        writer_client.append(segments[0], "idle-writer", 0, [b"x" * args.event_size])
+        acked = time.time()
+        print(f"  one event written; idle for {args.idle_seconds:.0f} s ...", flush=True)
+        time.sleep(args.idle_seconds)
+    log = thread.log
     if log.events != 1:
         msg = f"idle: the reader returned {log.events} events, 1 was written"
         raise BenchFailure(msg)
@@ -473,7 +471,6 @@ def _report(
         overhead = 1 - throughput.ratio
         rows = [["run", "time domain", "events/s", "watermark reads", "s", "CPU s client / server"]]
         for n, run in enumerate(throughput.runs, 1):
-            server = "?" if run.server_cpu is None else f"{run.server_cpu:.2f}"
             rows.append(
                 [
                     str(n),
@@ -481,7 +478,7 @@ def _report(
                     f"{run.events_per_s:,.0f}",
                     str(run.watermarks),
                     f"{run.seconds:.2f}",
-                    f"{run.client_cpu:.2f} / {server}",
+                    run.timing.cpu_text(),
                 ]
             )
         top = ", ".join(f"`{name}` {seconds:.2f} s" for name, seconds in throughput.profile_top[:3])
@@ -712,33 +709,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.events <= 0 or args.event_size <= 0 or args.repetitions <= 0 or args.batch <= 0:
         print("--events, --event-size, --repetitions and --batch must be > 0", file=sys.stderr)
         return 2
+    return run_and_record(SECTION, lambda: _run(args, parts), write=not args.no_write)
+
+
+def _run(args: argparse.Namespace, parts: list[str]) -> str:
+    """The chosen parts, one after the other; returns the markdown section."""
     throughput = steady = idle = None
-    try:
-        with signals_interrupt():
-            args.load_before = load_average()
-            if "throughput" in parts:
-                print("a. throughput, processing time vs ingestion time", flush=True)
-                throughput = run_throughput(args)
-            if "steady" in parts:
-                print("b. watermark latency under steady writes", flush=True)
-                steady = run_steady(args)
-            if "idle" in parts:
-                print("c. watermark latency on an idle stream", flush=True)
-                idle = run_idle(args)
-            _print_summary(throughput, steady, idle)
-            markdown = _report(args, throughput, steady, idle)
-    except BenchFailure as error:
-        print(f"reader benchmark failed: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print(
-            f"reader benchmark interrupted ({stop or 'SIGINT'}); servers stopped", file=sys.stderr
-        )
-        return 130
-    if not args.no_write:
-        write_section(SECTION, markdown)
-        print("written to bench/RESULTS.md")
-    return 0
+    args.load_before = load_average()
+    if "throughput" in parts:
+        print("a. throughput, processing time vs ingestion time", flush=True)
+        throughput = run_throughput(args)
+    if "steady" in parts:
+        print("b. watermark latency under steady writes", flush=True)
+        steady = run_steady(args)
+    if "idle" in parts:
+        print("c. watermark latency on an idle stream", flush=True)
+        idle = run_idle(args)
+    _print_summary(throughput, steady, idle)
+    return _report(args, throughput, steady, idle)
 
 
 if __name__ == "__main__":
