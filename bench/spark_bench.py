@@ -50,9 +50,9 @@ from _support import (  # noqa: E402
     machine_facts,
     markdown_table,
     print_table,
-    signals_interrupt,
+    run_and_record,
 )
-from run import command_line, write_section  # noqa: E402
+from run import command_line  # noqa: E402
 
 from connector import EventWriter, StoreClient, StringSerializer  # noqa: E402
 from connector.client.routing import key_position  # noqa: E402
@@ -712,21 +712,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.events <= 0 or args.keys <= 0 or args.segments <= 0 or args.repetitions <= 0:
         print("--events, --keys, --segments and --repetitions must be > 0", file=sys.stderr)
         return 2
-    try:
-        with signals_interrupt():
-            args.load_before = load_average()
-            warmup, timed, reads, facts = run_all(args)
-            markdown = _report(args, warmup, timed, reads, facts)
-    except BenchFailure as error:
-        print(f"spark benchmark failed: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print(f"spark benchmark interrupted ({stop or 'SIGINT'}); server stopped", file=sys.stderr)
-        return 130
-    if not args.no_write:
-        write_section(SECTION, markdown)
-        print("written to bench/RESULTS.md")
-    return 0
+    return run_and_record(
+        SECTION, lambda: _run(args), write=not args.no_write, stopped="server stopped"
+    )
+
+
+def _run(args: argparse.Namespace) -> str:
+    """Runs the queries; returns the markdown section."""
+    args.load_before = load_average()
+    warmup, timed, reads, facts = run_all(args)
+    return _report(args, warmup, timed, reads, facts)
 
 
 if __name__ == "__main__":
