@@ -18,13 +18,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from run import write_section
+from run import command_line, write_section
 
 __all__ = [
     "BenchFailure",
     "ChildProcess",
     "StoreServerProcess",
+    "TimedEvents",
     "Timing",
+    "command_block",
     "cpu_model",
     "cpu_seconds",
     "load_average",
@@ -68,6 +70,22 @@ class Timing:
         """``client / server`` CPU seconds, ``?`` for a server figure not known."""
         server = "?" if self.server_cpu is None else f"{self.server_cpu:.2f}"
         return f"{self.client_cpu:.2f} / {server}"
+
+
+@dataclass
+class TimedEvents:
+    """Events moved in a timed block, and its :class:`Timing`."""
+
+    events: int
+    timing: Timing
+
+    @property
+    def seconds(self) -> float:
+        return self.timing.seconds
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.seconds
 
 
 @contextlib.contextmanager
@@ -303,6 +321,11 @@ def machine_facts(*software: str) -> str:
     versions = ", ".join((f"Python {platform.python_version()}", *software))
     system = f"{platform.system()} {platform.release()}"
     return f"{os.cpu_count()} cores ({cpu_model()}){memory}, {system}; {versions}"
+
+
+def command_block() -> list[str]:
+    """Markdown lines giving the command that started this run."""
+    return ["Command (from the repository root):", "", "```sh", command_line(), "```"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:

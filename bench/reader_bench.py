@@ -55,7 +55,8 @@ import grpc  # noqa: E402
 from _support import (  # noqa: E402
     BenchFailure,
     StoreServerProcess,
-    Timing,
+    TimedEvents,
+    command_block,
     load_average,
     machine_facts,
     markdown_table,
@@ -64,7 +65,6 @@ from _support import (  # noqa: E402
     run_and_record,
     timed,
 )
-from run import command_line  # noqa: E402
 
 from connector import BytesSerializer, EventWriter, StoreClient  # noqa: E402
 from connector.reader import EventReader, ReaderConfig, ReaderGroupManager, TimeDomain  # noqa: E402
@@ -84,19 +84,9 @@ PARTS = ("throughput", "steady", "idle")
 
 
 @dataclass
-class ReadRun:
+class ReadRun(TimedEvents):
     domain: TimeDomain
-    events: int
     watermarks: int
-    timing: Timing
-
-    @property
-    def seconds(self) -> float:
-        return self.timing.seconds
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / self.seconds
 
 
 @dataclass
@@ -163,7 +153,7 @@ def run_throughput(args: argparse.Namespace) -> Throughput:
                         count, watermarks = _read_all(reader, args.events)
                 finally:
                     reader.close()
-                run = ReadRun(domain, count, watermarks, timing)
+                run = ReadRun(count, timing, domain, watermarks)
                 runs.append(run)
                 print(
                     f"  {domain.value}: {run.events_per_s:,.0f} events/s "
@@ -452,11 +442,7 @@ def _report(
         f"(1 min) before the run {args.load_before:.2f}, after {load_after:.2f}: other work on "
         "the machine slows every figure here, and the latencies most.",
         "",
-        "Command (from the repository root):",
-        "",
-        "```sh",
-        command_line(),
-        "```",
+        *command_block(),
         "",
         "Each part starts its own server subprocess (`python -m connector.server --data-dir TMP "
         "--listen 127.0.0.1:0`, fsync on every commit) on loopback; the reader (and writer) run "

@@ -46,13 +46,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _support import (  # noqa: E402
     BenchFailure,
     StoreServerProcess,
+    command_block,
     load_average,
     machine_facts,
     markdown_table,
     print_table,
     run_and_record,
 )
-from run import command_line  # noqa: E402
 
 from connector import EventWriter, StoreClient, StringSerializer  # noqa: E402
 from connector.client.routing import key_position  # noqa: E402
@@ -541,11 +541,7 @@ def _report(
         f"Load average (1 min) before the run {args.load_before:.2f}, after {load_average():.2f}: "
         "other work on the machine slows both queries.",
         "",
-        "Command (from the repository root):",
-        "",
-        "```sh",
-        command_line(),
-        "```",
+        *command_block(),
         "",
         f'Workload: {args.events:,} JSON events `{{"ts": ms, "key": "kN", "value": i}}` '
         f"with {args.keys} keys (round robin), event times spread evenly over {SPAN_MS // 1000} s "

@@ -43,7 +43,8 @@ from _support import (  # noqa: E402
     BenchFailure,
     ChildProcess,
     StoreServerProcess,
-    Timing,
+    TimedEvents,
+    command_block,
     load_average,
     machine_facts,
     markdown_table,
@@ -51,7 +52,6 @@ from _support import (  # noqa: E402
     run_and_record,
     timed,
 )
-from run import command_line  # noqa: E402
 
 from connector import BytesSerializer, EventWriter, StoreClient, WriterConfig  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
@@ -69,20 +69,10 @@ CALL_TIMEOUT_S = 120.0
 
 
 @dataclass
-class Phase:
+class Phase(TimedEvents):
     """One timed phase: events moved, payload bytes, wall time and CPU on each side."""
 
-    events: int
     payload_bytes: int
-    timing: Timing
-
-    @property
-    def seconds(self) -> float:
-        return self.timing.seconds
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / self.seconds
 
     @property
     def mb_per_s(self) -> float:
@@ -170,7 +160,7 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
         "framing.iter_frames"
     )
     return Result(
-        "tidemark", Phase(len(payloads), total, append), Phase(len(payloads), total, reading), note
+        "tidemark", Phase(len(payloads), append, total), Phase(len(payloads), reading, total), note
     )
 
 
@@ -234,7 +224,7 @@ def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) ->
         f"XRANGE pages of COUNT {args.redis_page:,}"
     )
     return Result(
-        "redis", Phase(len(payloads), total, append), Phase(len(payloads), total, reading), note
+        "redis", Phase(len(payloads), append, total), Phase(len(payloads), reading, total), note
     )
 
 
@@ -319,11 +309,7 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
         "",
         f"Measured {today} on {_machine()}; redis-server {_redis_version(args.redis_server)}.",
         "",
-        "Command (from the repository root):",
-        "",
-        "```sh",
-        command_line(),
-        "```",
+        *command_block(),
         "",
         f"Workload: {args.events:,} events of {args.event_size} bytes (distinct pseudo-random "
         "payloads), appended by one writer over loopback and then read back by one reader from "
