@@ -14,18 +14,19 @@ Spark's checkpointed offsets alone. Only limits (``maxEventsPerTrigger``,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
-from connector.model import StreamDescription
+from connector.model import SegmentDescription, StreamDescription
 from connector.names import StreamId
 from connector.reader.events import END_OF_TIME
 from connector.reader.group import initial_state
-from connector.reader.group_state import GroupState, Successor, advance, finish, group_watermark
+from connector.reader.group_state import GroupState, advance, finish, group_watermark
+from connector.reader.lineage import ancestors, describe_streams, successors_of
 
 __all__ = ["SegmentRange", "SourceOffset", "initial_offset", "latest_offset", "limited_offset", "ranges_between"]
 
@@ -72,10 +73,6 @@ class SegmentRange:
     stop: int
 
 
-def _descriptions(client: StoreClient, streams: Iterable[StreamId]) -> list[StreamDescription]:
-    return [client.describe_stream(s.scope, s.stream) for s in streams]
-
-
 def _event_watermark(state: GroupState, lag_ms: int | None, previous: int | None) -> int | None:
     """Group watermark minus the lag, never below ``previous``; None in processing time."""
     if lag_ms is None:
@@ -96,11 +93,11 @@ def initial_offset(
     names = [str(s) for s in streams]
     core_start: Any = {"earliest": "head", "latest": "tail"}.get(start, start) if isinstance(start, str) else start
     state = initial_state(client, names, core_start)
-    descriptions = _descriptions(client, streams)
+    descriptions = describe_streams(client, streams)
     if core_start == "tail":
         before = {s.segment for d in descriptions for s in d.segments if s.sealed}
     elif isinstance(core_start, Mapping):
-        before = _ancestors(descriptions, core_start)
+        before = ancestors(_by_name(descriptions), core_start)
     else:
         before = set()
     state = replace(state, finished=state.finished | before)
@@ -111,14 +108,14 @@ def offset_at_cut(
     client: StoreClient, streams: Sequence[StreamId], cut: Mapping[str, int], lag_ms: int | None
 ) -> SourceOffset:
     """An end position at an explicit cut: the cut's segments there, their ancestors read whole."""
-    descriptions = _descriptions(client, streams)
-    ancestors = _ancestors(descriptions, cut)
-    ends = {name: client.segment_info(name).write_offset for name in ancestors}
-    by_name = {s.segment: s for d in descriptions for s in d.segments}
+    descriptions = describe_streams(client, streams)
+    by_name = _by_name(descriptions)
+    before = ancestors(by_name, cut)
+    ends = {name: client.segment_info(name).write_offset for name in before}
     state = GroupState.starting_at(
         dict(cut), {name: by_name[name].creation_time - 1 for name in cut}
     )
-    state = replace(state, finished=frozenset(ancestors))
+    state = replace(state, finished=frozenset(before))
     return SourceOffset(state, ends, _event_watermark(state, lag_ms, None))
 
 
@@ -138,7 +135,7 @@ def latest_offset(
     cursors: dict[str, tuple[int, int]] = {}
     finished = set(previous.state.finished)
     ends = dict(previous.ends)
-    for description in _descriptions(client, streams):
+    for description in describe_streams(client, streams):
         for segment in description.segments:
             if segment.segment in previous.state.finished:
                 continue
@@ -205,7 +202,7 @@ def limited_offset(
                     bytes_left -= stop - cursor.offset
             if whole and result.end_of_segment:
                 ends[segment] = stop
-                state = finish(state, segment, _successors(client, segment, result.successors))
+                state = finish(state, segment, successors_of(client, segment, result.successors))
                 progressed = True
                 break  # the cursors changed: plan again, oldest first
             if (events_left is not None and events_left <= 0) or (bytes_left is not None and bytes_left <= 0):
@@ -233,25 +230,5 @@ def _segment_order(name: str) -> tuple[str, int]:
     return stream, int(number)
 
 
-def _successors(client: StoreClient, segment: str, names: Sequence[str]) -> list[Successor]:
-    if not names:
-        return []
-    stream = StreamId.parse(segment.rsplit("/", 1)[0])
-    description = client.describe_stream(stream.scope, stream.stream)
-    return [Successor(d.segment, d.predecessors, d.creation_time) for d in map(description.segment, names)]
-
-
-def _ancestors(descriptions: Sequence[StreamDescription], cut: Mapping[str, int]) -> set[str]:
-    by_name = {s.segment: s for d in descriptions for s in d.segments}
-    unknown = sorted(set(cut) - set(by_name))
-    if unknown:
-        msg = f"stream cut names segments {unknown!r} that the streams do not have"
-        raise InvalidArgumentError(msg)
-    seen: set[str] = set()
-    todo = [p for name in cut for p in by_name[name].predecessors]
-    while todo:
-        name = todo.pop()
-        if name not in seen and name not in cut:
-            seen.add(name)
-            todo.extend(by_name[name].predecessors)
-    return seen
+def _by_name(descriptions: Sequence[StreamDescription]) -> dict[str, SegmentDescription]:
+    return {s.segment: s for d in descriptions for s in d.segments}

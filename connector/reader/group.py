@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from connector.client.connection import StoreClient
 from connector.client.serializers import Serializer
 from connector.errors import FailedPreconditionError, InvalidArgumentError, TidemarkError
-from connector.model import StreamDescription
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
 from connector.reader.group_state import GroupState, group_watermark, stream_cut
+from connector.reader.lineage import ancestors, describe_streams
 
 __all__ = [
     "GroupRecord",
@@ -136,11 +136,6 @@ class ReaderGroupManager:
         return f"ReaderGroupManager({self._client!r})"
 
 
-def _descriptions(client: StoreClient, streams: Iterable[str]) -> list[StreamDescription]:
-    ids = [StreamId.parse(s) for s in streams]
-    return [client.describe_stream(i.scope, i.stream) for i in ids]
-
-
 def initial_state(
     client: StoreClient,
     streams: Sequence[str],
@@ -148,7 +143,7 @@ def initial_state(
     end: Mapping[str, int] | None = None,
 ) -> GroupState:
     """The state of a group starting at ``start``: head, tail or an explicit cut."""
-    descriptions = _descriptions(client, streams)
+    descriptions = describe_streams(client, streams)
     by_name = {s.segment: s for d in descriptions for s in d.segments}
     if start == "head":
         cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
@@ -174,19 +169,8 @@ def initial_state(
         if unknown:
             msg = f"end cut names segments {unknown!r} that are not in streams {list(streams)!r}"
             raise InvalidArgumentError(msg)
-        bounded_to = _with_ancestors(end, by_name)
+        bounded_to = set(end) | ancestors(by_name, end)
     return GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
-
-
-def _with_ancestors(segments: Iterable[str], by_name: Mapping[str, Any]) -> set[str]:
-    seen: set[str] = set()
-    todo = list(segments)
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(by_name[name].predecessors)
-    return seen
 
 
 class ReaderGroup:

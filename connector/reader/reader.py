@@ -15,18 +15,17 @@ from connector.client.serializers import Serializer
 from connector.errors import InvalidArgumentError
 from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
-from connector.names import SegmentId
 from connector.reader.events import EventRead, Position, ReaderConfig, TimeDomain
 from connector.reader.group import GroupRecord, ReaderGroupResetError
 from connector.reader.group_state import (
     GroupState,
-    Successor,
     advance,
     emitted_watermark,
     finish,
     group_watermark,
     unassigned_oldest_first,
 )
+from connector.reader.lineage import successors_of
 
 if TYPE_CHECKING:
     from connector.reader.group import ReaderGroup
@@ -281,20 +280,14 @@ class EventReader(Generic[T]):
     def _positions(self) -> dict[str, tuple[int, int]]:
         return {s: (i.consumed_offset, i.consumed_watermark) for s, i in self._inputs.items()}
 
-    def _successors(self, source: _SegmentInput) -> list[Successor]:
-        if not source.end_of_segment or not source.successors:
-            return []
-        stream = SegmentId.parse(source.segment).stream_id
-        description = self._client.describe_stream(stream.scope, stream.stream)
-        return [
-            Successor(d.segment, d.predecessors, d.creation_time)
-            for d in (description.segment(name) for name in source.successors)
-        ]
-
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances."""
         positions = self._positions()
-        finished = {s: self._successors(i) for s, i in self._inputs.items() if i.drained}
+        finished = {
+            s: successors_of(self._client, s, i.successors if i.end_of_segment else ())
+            for s, i in self._inputs.items()
+            if i.drained
+        }
         me = self.reader_id
         generation = self._generation
         lease_ms = self._lease_ms

@@ -1,0 +1,49 @@
+"""Segment lineage as readers need it: the streams' descriptions, successors, ancestors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from connector.client.connection import StoreClient
+from connector.errors import InvalidArgumentError
+from connector.model import SegmentDescription, StreamDescription
+from connector.names import SegmentId, StreamId
+from connector.reader.group_state import Successor
+
+__all__ = ["ancestors", "describe_streams", "successors_of"]
+
+
+def describe_streams(client: StoreClient, streams: Iterable[str | StreamId]) -> list[StreamDescription]:
+    """The description of each stream, ``scope/stream`` or a StreamId, in order."""
+    ids = [s if isinstance(s, StreamId) else StreamId.parse(s) for s in streams]
+    return [client.describe_stream(i.scope, i.stream) for i in ids]
+
+
+def successors_of(client: StoreClient, segment: str, names: Sequence[str]) -> list[Successor]:
+    """What :func:`~connector.reader.group_state.finish` needs of ``segment``'s successors ``names``."""
+    if not names:
+        return []
+    stream = SegmentId.parse(segment).stream_id
+    description = client.describe_stream(stream.scope, stream.stream)
+    return [Successor(d.segment, d.predecessors, d.creation_time) for d in map(description.segment, names)]
+
+
+def ancestors(by_name: Mapping[str, SegmentDescription], segments: Iterable[str]) -> set[str]:
+    """Every segment that precedes one of ``segments``, transitively, and is not among them.
+
+    Raises:
+        InvalidArgumentError: ``segments`` names one ``by_name`` does not have.
+    """
+    cut = set(segments)
+    unknown = sorted(cut - set(by_name))
+    if unknown:
+        msg = f"stream cut names segments {unknown!r} that the streams do not have"
+        raise InvalidArgumentError(msg)
+    seen: set[str] = set()
+    todo = [p for name in cut for p in by_name[name].predecessors]
+    while todo:
+        name = todo.pop()
+        if name not in seen and name not in cut:
+            seen.add(name)
+            todo.extend(by_name[name].predecessors)
+    return seen
