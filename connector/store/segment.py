@@ -14,7 +14,6 @@ import os
 import threading
 from dataclasses import dataclass
 
-from connector.framing import HEADER
 from connector.model import SegmentInfo
 from connector.store.watermark_index import WatermarkIndex
 
@@ -119,24 +118,6 @@ class Segment:
     def read_bytes(self, start: int, stop: int) -> bytes:
         """Reads the data file between two offsets."""
         return os.pread(self._read_fd, stop - start, start)
-
-    def frame_boundary_at_or_after(self, offset: int, limit: int) -> list[int]:
-        """Frame starts from the known boundary before ``offset`` up to ``limit``.
-
-        Scans frame headers from the nearest boundary the index knows, so the
-        cost is bounded by one append batch.
-        """
-        with self.changed:
-            start = self.index.boundary_at_or_before(offset)
-        boundaries = [start]
-        pos = start
-        while pos < limit:
-            header = os.pread(self._read_fd, HEADER.size, pos)
-            if len(header) < HEADER.size:
-                break
-            pos += HEADER.size + HEADER.unpack(header)[0]
-            boundaries.append(pos)
-        return boundaries
 
     def info(self) -> SegmentInfo:
         """The segment's published attributes."""

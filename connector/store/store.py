@@ -427,15 +427,7 @@ class SegmentStore:
 
     def _scan_stop(self, target: Segment, offset: int, limit: int) -> int:
         """The end of the last whole event in ``(offset, limit]`` (at least one), by scanning."""
-        chunk = target.read_bytes(offset, limit)
-        stop = offset
-        pos = 0
-        while len(chunk) - pos >= HEADER.size:
-            size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
-            if pos + size > len(chunk):
-                break
-            pos += size
-            stop = offset + pos
+        stop = offset + _whole_frames(target.read_bytes(offset, limit))
         if stop == offset:  # one event larger than the budget: return it whole
             header = target.read_bytes(offset, offset + HEADER.size)
             stop = offset + HEADER.size + HEADER.unpack(header)[0]
@@ -447,10 +439,7 @@ class SegmentStore:
         if start == offset or target.is_known_boundary(offset):
             return
         chunk = target.read_bytes(start, offset)
-        pos = 0
-        while pos < len(chunk) and len(chunk) - pos >= HEADER.size:
-            pos += HEADER.size + HEADER.unpack_from(chunk, pos)[0]
-        if pos != len(chunk):
+        if _whole_frames(chunk) != len(chunk):
             msg = f"offset {offset} is not at an event boundary of segment {target.name!r}"
             raise InvalidArgumentError(msg)
 
@@ -752,6 +741,17 @@ class SegmentStore:
     def _segment_named(self, name: str) -> Segment:
         parsed = SegmentId.parse(name)
         return self._segment_of(self._stream(parsed.scope, parsed.stream), parsed.number)
+
+
+def _whole_frames(chunk: bytes) -> int:
+    """The length of the longest prefix of ``chunk`` made of whole frames (headers only read)."""
+    pos = 0
+    while len(chunk) - pos >= HEADER.size:
+        size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
+        if pos + size > len(chunk):
+            break
+        pos += size
+    return pos
 
 
 def _seal(segment: Segment, time_ms: int) -> None:
