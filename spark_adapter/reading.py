@@ -21,7 +21,11 @@ from pyspark.sql.types import StructType
 from connector.client.connection import StoreClient
 from connector.framing import iter_frames
 from connector.reader.events import TimeDomain
-from connector.reader.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
+from connector.reader.timestamps import (
+    FieldTimestampAssigner,
+    IngestionTimeAssigner,
+    TimestampAssigner,
+)
 from spark_adapter.options import TidemarkOptions
 from spark_adapter.planning import (
     SegmentRange,
@@ -33,6 +37,7 @@ from spark_adapter.planning import (
     ranges_between,
 )
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
+from spark_adapter.worker_imports import release_archive_importers
 
 try:  # orjson comes with apache-beam (a dependency of apache-flink); json is the fallback
     from orjson import loads as _loads
@@ -98,6 +103,7 @@ class _Reading:
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
         """Reads the partition's ranges and yields Arrow record batches of rows."""
+        release_archive_importers()
         arrow_schema = _arrow_schema(self._schema)
         if partition.watermark_row:
             yield pa.RecordBatch.from_pylist([_watermark_row(partition.watermark)], schema=arrow_schema)
