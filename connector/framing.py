@@ -5,9 +5,10 @@ A frame is a 16-byte header followed by a body::
     header: u32 body length | u32 crc32 of (time, body) | i64 ingestion time ms
     body:   u16 routing key length | routing key (UTF-8) | payload
 
-little-endian; an empty routing key stands for none. The store writes frames to a segment's data file and serves
-them unchanged, so offsets are byte positions of frames. The checksum lets
-recovery cut a torn tail and lets readers detect corruption.
+little-endian; an empty routing key stands for none. The store writes
+frames to a segment's data file and serves them unchanged, so offsets are
+byte positions of frames. The checksum lets recovery cut a torn tail and
+lets readers detect corruption.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "MAX_ROUTING_KEY_BYTES",
     "CorruptFrameError",
     "Frame",
+    "FrameColumns",
+    "decode_columns",
     "encode_frames",
     "iter_frames",
 ]
@@ -55,7 +58,10 @@ def _key_prefix(routing_key: str | None) -> bytes:
         return _NO_KEY
     encoded = routing_key.encode()
     if len(encoded) > MAX_ROUTING_KEY_BYTES:
-        msg = f"routing key {routing_key[:40]!r}... has {len(encoded)} bytes, over {MAX_ROUTING_KEY_BYTES}"
+        msg = (
+            f"routing key {routing_key[:40]!r}... has {len(encoded)} bytes, "
+            f"over {MAX_ROUTING_KEY_BYTES}"
+        )
         raise CorruptFrameError(msg)
     return _KEY_LENGTH.pack(len(encoded)) + encoded
 
@@ -72,14 +78,35 @@ def encode_frames(
     keys: Iterable[str | None] = routing_keys if routing_keys else (None,) * len(payloads)
     for payload, key in zip(payloads, keys, strict=True):
         prefix = _key_prefix(key)
-        append(pack(len(prefix) + len(payload), crc32(payload, crc32(prefix, time_crc)), ingestion_time))
+        append(
+            pack(
+                len(prefix) + len(payload), crc32(payload, crc32(prefix, time_crc)), ingestion_time
+            )
+        )
         append(prefix)
         append(payload)
     return b"".join(parts)
 
 
-def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Iterator[Frame]:
-    """Decodes every frame of ``data``, which must hold whole frames only.
+class FrameColumns(NamedTuple):
+    """The frames of one read as parallel lists, for columnar consumers (Arrow batches).
+
+    Entry ``i`` of every list describes the same frame; ``ends[i]`` is where
+    frame ``i`` ends, which is where frame ``i + 1`` starts.
+    """
+
+    offsets: list[int]
+    ends: list[int]
+    ingestion_times: list[int]
+    routing_keys: list[str | None]
+    payloads: list[bytes]
+
+
+def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> FrameColumns:
+    """Decodes every frame of ``data``, which must hold whole frames only, into columns.
+
+    ``base_offset`` is the stream offset of ``data[0]``. With ``verify`` each
+    frame's checksum is checked. Routing keys are decoded once per distinct key.
 
     Raises:
         CorruptFrameError: a frame is truncated or fails its checksum.
@@ -90,6 +117,12 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
     size = HEADER.size
     crc32 = zlib.crc32
     pack_time = _TIME.pack
+    offsets: list[int] = []
+    ends: list[int] = []
+    times: list[int] = []
+    keys: list[str | None] = []
+    payloads: list[bytes] = []
+    decoded_keys: dict[bytes, str] = {}
     end = len(data)
     pos = 0
     # The frames of one append share an ingestion time: checksum it once per run.
@@ -102,19 +135,50 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
         length, crc, time_ms = unpack(data, pos)
         start = pos + size
         stop = start + length
-        if stop > end:
+        if stop > end or length < 2:
             msg = f"frame at offset {base_offset + pos} claims {length} bytes, {end - start} remain"
             raise CorruptFrameError(msg)
-        body = data[start:stop]
         if verify:
             if time_ms != last_time:
                 last_time = time_ms
                 time_crc = crc32(pack_time(time_ms))
-            if crc32(body, time_crc) != crc:
+            if crc32(data[start:stop], time_crc) != crc:
                 msg = f"checksum mismatch in frame at offset {base_offset + pos}"
                 raise CorruptFrameError(msg)
-        key_length = body[0] | (body[1] << 8)
-        key = body[2 : 2 + key_length].decode() if key_length else None
-        yield Frame(base_offset + pos, time_ms, body[2 + key_length :], key, base_offset + stop)
+        key_length = data[start] | (data[start + 1] << 8)
+        body = start + 2 + key_length
+        if key_length:
+            raw_key = data[start + 2 : body]
+            key = decoded_keys.get(raw_key)
+            if key is None:
+                key = decoded_keys[raw_key] = raw_key.decode()
+        else:
+            key = None
+        offsets.append(base_offset + pos)
+        ends.append(base_offset + stop)
+        times.append(time_ms)
+        keys.append(key)
+        payloads.append(data[body:stop])
         pos = stop
+    return FrameColumns(offsets, ends, times, keys, payloads)
 
+
+def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Iterator[Frame]:
+    """Decodes every frame of ``data``, which must hold whole frames only.
+
+    Decodes all of ``data`` before yielding the first frame (see
+    :func:`decode_columns`), so a corrupt frame anywhere raises before any is seen.
+
+    Raises:
+        CorruptFrameError: a frame is truncated or fails its checksum.
+    """
+    columns = decode_columns(data, base_offset, verify)
+    for offset, end, time_ms, key, payload in zip(
+        columns.offsets,
+        columns.ends,
+        columns.ingestion_times,
+        columns.routing_keys,
+        columns.payloads,
+        strict=True,
+    ):
+        yield Frame(offset, time_ms, payload, key, end)

@@ -14,12 +14,14 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from connector.client.connection import StoreClient
-from connector.framing import iter_frames
+from connector.errors import InvalidArgumentError
+from connector.framing import FrameColumns, decode_columns
 from connector.reader.events import TimeDomain
 from connector.reader.timestamps import (
     FieldTimestampAssigner,
@@ -53,7 +55,9 @@ _ROWS_PER_BATCH = 8192
 class TidemarkPartition(InputPartition):
     """What one task reads: byte ranges (a lineage chain, in order) and the batch watermark."""
 
-    def __init__(self, ranges: Sequence[SegmentRange], watermark: int | None, watermark_row: bool = False):
+    def __init__(
+        self, ranges: Sequence[SegmentRange], watermark: int | None, watermark_row: bool = False
+    ):
         super().__init__(None)
         self.ranges = tuple(ranges)
         self.watermark = watermark
@@ -89,9 +93,13 @@ class _Reading:
             return self._options.max_event_time_lag_ms
         return None
 
-    def _partitions(self, start: SourceOffset, end: SourceOffset, watermark_row: bool) -> list[TidemarkPartition]:
+    def _partitions(
+        self, start: SourceOffset, end: SourceOffset, watermark_row: bool
+    ) -> list[TidemarkPartition]:
         chains = _lineage_chains(self._store, ranges_between(start, end))
-        rose = end.watermark is not None and (start.watermark is None or end.watermark > start.watermark)
+        rose = end.watermark is not None and (
+            start.watermark is None or end.watermark > start.watermark
+        )
         wants_row = watermark_row and rose
         if not chains:
             return [TidemarkPartition((), end.watermark, watermark_row=True)] if wants_row else []
@@ -106,7 +114,9 @@ class _Reading:
         release_archive_importers()
         arrow_schema = _arrow_schema(self._schema)
         if partition.watermark_row:
-            yield pa.RecordBatch.from_pylist([_watermark_row(partition.watermark)], schema=arrow_schema)
+            yield pa.RecordBatch.from_pylist(
+                [_watermark_row(partition.watermark)], schema=arrow_schema
+            )
         if not partition.ranges:
             return
         client = StoreClient(self._options.uri)
@@ -116,7 +126,9 @@ class _Reading:
                 offset = segment_range.start
                 while offset < segment_range.stop:
                     result = client.read(
-                        segment_range.segment, offset, max_bytes=min(_READ_BYTES, segment_range.stop - offset)
+                        segment_range.segment,
+                        offset,
+                        max_bytes=min(_READ_BYTES, segment_range.stop - offset),
                     )
                     rows.add(segment_range.segment, result.data, result.offset)
                     offset = result.next_offset
@@ -171,7 +183,9 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         options = self._options
         if self._frontier is None:  # a new query: Spark asks this before initialOffset
             self._frontier = self._initial()
-        limited = options.max_events_per_trigger is not None or options.max_bytes_per_trigger is not None
+        limited = (
+            options.max_events_per_trigger is not None or options.max_bytes_per_trigger is not None
+        )
         if limited:
             end = limited_offset(
                 self._store,
@@ -235,7 +249,13 @@ def stream_reader(options: TidemarkOptions, schema: StructType) -> DataSourceStr
 
 
 class _Rows:
-    """Column buffers for one Arrow batch."""
+    """Column buffers for one Arrow batch, filled a store read at a time.
+
+    Frames are decoded into columns (:func:`connector.framing.decode_columns`);
+    only what needs Python per event does so: the timestamp assigner. Payloads
+    become the ``event`` column as binary, checked as UTF-8 by Arrow for the
+    string deserializers; the constant columns are built without a list.
+    """
 
     def __init__(self, options: TidemarkOptions, watermark: int | None):
         self._deserializer = options.deserializer
@@ -248,58 +268,107 @@ class _Rows:
 
     def _clear(self) -> None:
         self.keys: list[str | None] = []
-        self.events: list[Any] = []
+        self.payloads: list[bytes] = []
         self.event_times: list[int] = []
-        self.segments: list[str] = []
+        self.segment_runs: list[tuple[str, int]] = []  # (segment, rows), in row order
         self.offsets: list[int] = []
         self.ingestion: list[int] = []
 
     @property
     def size(self) -> int:
-        return len(self.events)
+        return len(self.payloads)
 
     def add(self, segment: str, data: bytes, base_offset: int) -> None:
-        decode = self._deserializer != "bytes"
-        parse = self._deserializer == "json" and self._assigner is not None
+        columns = decode_columns(data, base_offset)
+        self.keys += columns.routing_keys
+        self.payloads += columns.payloads
+        self.offsets += columns.offsets
+        self.ingestion += columns.ingestion_times
+        self.event_times += self._event_times(segment, columns)
+        self.segment_runs.append((segment, len(columns.offsets)))
+
+    def _event_times(self, segment: str, columns: FrameColumns) -> list[int]:
+        """Event times in ms: the assigner's, or the ingestion times."""
         assigner = self._assigner
-        # JSON events with a timestamp field: read an integer field directly (the common case).
-        field = assigner.field if parse and isinstance(assigner, FieldTimestampAssigner) else None
-        for frame in iter_frames(data, base_offset):
-            payload = frame.payload
-            event = payload.decode() if decode else payload
-            if assigner is None:
-                event_time = frame.ingestion_time
-            else:
-                value = _loads(payload) if parse else event
+        if assigner is None:
+            return columns.ingestion_times
+        if self._deserializer == "json":
+            # JSON events with an integer timestamp field: read it directly (the common case).
+            field = assigner.field if isinstance(assigner, FieldTimestampAssigner) else None
+            times = []
+            for payload, ingestion_time in zip(
+                columns.payloads, columns.ingestion_times, strict=True
+            ):
+                value = _loads(payload)
                 stamp = value.get(field) if field is not None and type(value) is dict else None
-                if type(stamp) is int:
-                    event_time = stamp
-                else:
-                    event_time = assigner.extract_timestamp(value, frame.ingestion_time)
-            self.keys.append(frame.routing_key)
-            self.events.append(event)
-            self.event_times.append(event_time * 1000)
-            self.segments.append(segment)
-            self.offsets.append(frame.offset)
-            self.ingestion.append(frame.ingestion_time * 1000)
+                if type(stamp) is not int:
+                    stamp = assigner.extract_timestamp(value, ingestion_time)
+                times.append(stamp)
+            return times
+        values: list[Any] = columns.payloads
+        if self._deserializer == "string":
+            values = [
+                _text(payload, segment, offset)
+                for payload, offset in zip(columns.payloads, columns.offsets, strict=True)
+            ]
+        extract = assigner.extract_timestamp
+        return [extract(v, t) for v, t in zip(values, columns.ingestion_times, strict=True)]
 
     def flush(self, schema: pa.Schema) -> pa.RecordBatch:
         count = self.size
+        timestamp = schema.field("event_time").type
         batch = pa.RecordBatch.from_arrays(
             [
                 pa.array(self.keys, pa.string()),
-                pa.array(self.events, schema.field("event").type),
-                pa.array(self.event_times, schema.field("event_time").type),
-                pa.array([self._watermark_us] * count, schema.field("watermark").type),
-                pa.array([KIND_EVENT] * count, pa.string()),
-                pa.array(self.segments, pa.string()),
+                self._events(schema.field("event").type),
+                _timestamps(self.event_times, timestamp),
+                pa.repeat(pa.scalar(self._watermark_us, timestamp), count),
+                pa.repeat(pa.scalar(KIND_EVENT), count),
+                pa.concat_arrays(
+                    [pa.repeat(pa.scalar(name), rows) for name, rows in self.segment_runs]
+                ),
                 pa.array(self.offsets, pa.int64()),
-                pa.array(self.ingestion, schema.field("ingestion_time").type),
+                _timestamps(self.ingestion, timestamp),
             ],
             schema=schema,
         )
         self._clear()
         return batch
+
+    def _events(self, kind: pa.DataType) -> pa.Array:
+        binary = pa.array(self.payloads, pa.binary())
+        if kind == pa.binary():
+            return binary
+        try:
+            return binary.cast(kind)  # checks UTF-8
+        except pa.ArrowInvalid:
+            # Name the first bad event (raises); Arrow's message names none.
+            for (segment, offset), payload in zip(self._positions(), self.payloads, strict=True):
+                _text(payload, segment, offset)
+            raise
+
+    def _positions(self) -> Iterator[tuple[str, int]]:
+        offsets = iter(self.offsets)
+        for segment, rows in self.segment_runs:
+            for _ in range(rows):
+                yield segment, next(offsets)
+
+
+def _text(payload: bytes, segment: str, offset: int) -> str:
+    """``payload`` as UTF-8 text; raises naming the event when it is not."""
+    try:
+        return payload.decode()
+    except UnicodeDecodeError as error:
+        msg = (
+            f"the event at offset {offset} of segment {segment} is not UTF-8 text "
+            f"({error.reason} at byte {error.start}); read it with deserializer 'bytes'"
+        )
+        raise InvalidArgumentError(msg) from None
+
+
+def _timestamps(millis: list[int], kind: pa.DataType) -> pa.Array:
+    """Epoch milliseconds as an Arrow timestamp array of ``kind`` (microseconds)."""
+    return pa.array(np.fromiter(millis, np.int64, len(millis)) * 1000, kind)
 
 
 def _watermark_row(watermark: int | None) -> dict[str, Any]:
@@ -323,10 +392,14 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
         "LongType()": pa.int64(),
         "TimestampType()": pa.timestamp("us", tz="UTC"),
     }
-    return pa.schema([pa.field(f.name, types[repr(f.dataType)], nullable=True) for f in schema.fields])
+    return pa.schema(
+        [pa.field(f.name, types[repr(f.dataType)], nullable=True) for f in schema.fields]
+    )
 
 
-def _lineage_chains(client: StoreClient, ranges: Sequence[SegmentRange]) -> list[list[SegmentRange]]:
+def _lineage_chains(
+    client: StoreClient, ranges: Sequence[SegmentRange]
+) -> list[list[SegmentRange]]:
     """Groups ranges so a successor is read after its predecessors, in one task."""
     if not ranges:
         return []
