@@ -316,56 +316,104 @@ def decode_cost(uri: str) -> tuple[float, int]:
 
 
 def _probe_worker(batches: Any) -> Any:
-    """Runs in Spark's Python workers: the time of the cache reset every Python task does."""
+    """Runs in Spark's Python workers: the cache reset every Python task starts with, A/B.
+
+    First with the importers PySpark's own imports leave in ``sys.path_importer_cache`` (one per
+    package directory inside Spark's archives, made again here exactly as the import system
+    makes them), then after :func:`spark_adapter.worker_imports.release_archive_importers`.
+    """
     import importlib
     import os as worker_os
     import sys as worker_sys
     import time as worker_time
+    import zipimport
 
     import pandas as pd
 
-    for _ in batches:
+    from spark_adapter.worker_imports import _is_spark_archive, release_archive_importers
+
+    def reset_ms() -> float:
         start = worker_time.perf_counter()
         importlib.invalidate_caches()
-        seconds = worker_time.perf_counter() - start
-        zips = sum(
-            1 for f in worker_sys.path_importer_cache.values() if type(f).__name__ == "zipimporter"
-        )
-        yield pd.DataFrame({"pid": [worker_os.getpid()], "zips": [zips], "ms": [seconds * 1000]})
+        return (worker_time.perf_counter() - start) * 1000
+
+    for _ in batches:
+        pass
+    paths = {p for p in worker_sys.path if p.endswith((".zip", ".jar"))}
+    for module in list(worker_sys.modules.values()):
+        for path in getattr(module, "__path__", None) or ():
+            paths.add(path)
+    for path in paths:
+        try:
+            importer = zipimport.zipimporter(path)
+        except zipimport.ZipImportError:
+            continue
+        if _is_spark_archive(importer.archive):
+            worker_sys.path_importer_cache[path] = importer
+    zips = sum(
+        1
+        for f in worker_sys.path_importer_cache.values()
+        if type(f).__name__ == "zipimporter" and _is_spark_archive(f.archive)
+    )
+    kept = reset_ms()
+    release_archive_importers()
+    released = reset_ms()
+    yield pd.DataFrame(
+        {"pid": [worker_os.getpid()], "zips": [zips], "kept": [kept], "released": [released]}
+    )
 
 
-def worker_task_setup(spark: Any) -> tuple[float, int]:
-    """Median ms of ``importlib.invalidate_caches()`` in the Python workers, and zip importers.
+def worker_task_setup(spark: Any) -> tuple[float, float, int]:
+    """Median ms of a task's ``importlib.invalidate_caches()`` in the Python workers, A/B.
 
-    PySpark's worker calls it at the start of every Python task (``setup_spark_files``); with
-    PySpark's modules imported from ``pyspark.zip``, every zip importer rereads the zip's
-    directory.
+    PySpark's worker calls it at the start of every Python task (``setup_spark_files``); on
+    Python 3.11 every zip importer then rereads its archive's directory. Returns the ms with
+    the importers of Spark's archives that PySpark's imports leave, the ms after tidemark's
+    release of them, and how many such importers a worker had.
     """
     from pyspark import cloudpickle
 
     # The workers cannot import this module: ship the probe's code by value.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    frame = (
-        spark.range(4).repartition(2).mapInPandas(_probe_worker, "pid long, zips long, ms double")
+    frame = spark.range(4).repartition(2).mapInPandas(
+        _probe_worker, "pid long, zips long, kept double, released double"
     )
     rows = [row for _ in range(2) for row in frame.collect()]
-    return statistics.median(r.ms for r in rows), max(r.zips for r in rows)
+    return (
+        statistics.median(r.kept for r in rows),
+        statistics.median(r.released for r in rows),
+        max(r.zips for r in rows),
+    )
 
 
-def import_seconds(*modules: str) -> tuple[float, bool]:
+def spark_python_path() -> str:
+    """The ``PYTHONPATH`` Spark gives the Python processes it starts: its zips first."""
+    import pyspark
+
+    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    return os.pathsep.join(
+        os.path.join(lib, name) for name in sorted(os.listdir(lib)) if name.endswith(".zip")
+    )
+
+
+def import_seconds(*modules: str, python_path: str | None = None) -> tuple[float, bool]:
     """Wall seconds to start a fresh interpreter and import ``modules`` (best of 3).
 
-    Also whether that imported pandas.
+    With ``python_path``, as ``PYTHONPATH`` (Spark's zips: modules compiled from source, since
+    zipimport keeps no bytecode). Also whether that imported pandas.
     """
     import subprocess
 
     code = f"import sys, {', '.join(modules)}; print('pandas' in sys.modules)"
+    env = dict(os.environ)
+    if python_path is not None:
+        env["PYTHONPATH"] = python_path
     best = float("inf")
     pandas = False
     for _ in range(3):
         start = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
         )
         best = min(best, time.perf_counter() - start)
         pandas = out.stdout.strip() == "True"
@@ -453,12 +501,17 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], list[Run], list[Run], 
                 once("file", _file_frame(spark, json_dir), sink="noop"),
             ]
             print("  where the time goes ...", flush=True)
-            facts["task_setup_ms"], facts["zip_importers"] = worker_task_setup(spark)
+            (
+                facts["task_setup_ms"],
+                facts["task_setup_released_ms"],
+                facts["zip_importers"],
+            ) = worker_task_setup(spark)
             facts["decode_s"], facts["decode_events"] = decode_cost(server.uri)
         finally:
             spark.stop()
     runner = "pyspark.sql.streaming.python_streaming_source_runner"
     facts["import_runner_s"], _ = import_seconds(runner)
+    facts["import_runner_zip_s"], _ = import_seconds(runner, python_path=spark_python_path())
     facts["import_reader_s"], facts["reader_pulls_pandas"] = import_seconds(
         runner, "spark_adapter.reading"
     )
@@ -628,9 +681,12 @@ def _where_the_time_goes(
         "For a Python streaming source Spark starts a Python process for the source's driver "
         "side (`pyspark.sql.streaming.python_streaming_source_runner`) at each query start; it "
         "imports PySpark's runner and the adapter's reader (unpickling it) and plans the first "
-        "offset. In a fresh interpreter here, importing the runner module takes "
-        f"{facts['import_runner_s']:.2f} s, the runner and `spark_adapter.reading` "
-        f"{facts['import_reader_s']:.2f} s"
+        "offset. Spark starts it with `pyspark.zip` first on its `PYTHONPATH`, so PySpark's "
+        "modules are compiled from source every time: importing the runner module that way "
+        f"takes {facts['import_runner_zip_s']:.2f} s in a fresh interpreter here, against "
+        f"{facts['import_runner_s']:.2f} s from the installed package's cached bytecode; the "
+        f"runner and `spark_adapter.reading` take {facts['import_reader_s']:.2f} s from the "
+        "installed package"
         + (
             f"; the latter imports pandas ({facts['import_pandas_s']:.2f} s alone), through "
             "the package's `__init__`, which imports `spark_adapter.event_time`; the source "
@@ -639,12 +695,16 @@ def _where_the_time_goes(
             else "."
         ),
         f"- Python in every task: {tasks_tm:.0f} tasks per tidemark query (the source's reads, "
-        "one per segment plus one for the watermark row, and the window function's stateful "
-        f"tasks of both batches), {tasks_file:.0f} per file query, which run no Python. At the "
-        "start of every Python task PySpark's worker calls `importlib.invalidate_caches()` "
-        "(`worker_util.setup_spark_files`); PySpark's modules come from `pyspark.zip`, and each of "
-        f"the {facts['zip_importers']} zip importers in a worker then rereads the zip's directory: "
-        f"{facts['task_setup_ms']:.0f} ms per task, measured in this session's workers (median).",
+        "one per segment, the first also carrying the watermark row, and the window function's "
+        f"stateful tasks of both batches), {tasks_file:.0f} per file query, which run no Python. "
+        "At the start of every Python task PySpark's worker calls `importlib.invalidate_caches()` "
+        "(`worker_util.setup_spark_files`), and on Python 3.11 each zip importer cached in the "
+        "worker then rereads its archive's directory. Measured in this session's workers with the "
+        f"{facts['zip_importers']} importers of Spark's archives (`pyspark.zip`, py4j's zip, the "
+        "spark-core jar) that PySpark's imports leave: "
+        f"{facts['task_setup_ms']:.0f} ms per task; after "
+        "`spark_adapter.worker_imports.release_archive_importers()`, which every tidemark task "
+        f"calls when it starts: {facts['task_setup_released_ms']:.2f} ms (medians).",
         f"- The adapter's own per-event work, building rows (frames and checksums, UTF-8, a JSON "
         "parse for `ts`, Arrow batches; `spark_adapter.reading._Rows`), timed in this process on "
         f"the same stored events: {per_event_us:.1f} µs per event, "
@@ -653,8 +713,9 @@ def _where_the_time_goes(
         f"file {batch_file:.2f} s.",
         "- The window function itself (`_WindowCounter`, pandas per key) was under 0.1 s of CPU "
         "in a py-spy profile of the whole process tree taken while writing this benchmark (not "
-        "repeated by each run); the same profile put most of the Python workers' CPU in "
-        "`importlib.invalidate_caches()` and most of the source runner's in imports.",
+        "repeated by each run); the same profile, before the importer release, put most of the "
+        "Python workers' CPU in `importlib.invalidate_caches()`, and most of the source runner's "
+        "in compiling PySpark's modules from `pyspark.zip`.",
         "",
         f"The ratio target needs the tidemark query within {allowed:.2f} s (the file query's "
         f"median time / {TARGET_RATIO}); it took {seconds_tm:.2f} s"
