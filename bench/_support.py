@@ -157,8 +157,7 @@ class ChildProcess:
                     if not chunk:
                         status = self.proc.wait(STOP_TIMEOUT_S)
                         msg = (
-                            f"{self.name} exited with {status} before {prefix!r}; "
-                            f"{self.log_tail()}"
+                            f"{self.name} exited with {status} before {prefix!r}; {self.log_tail()}"
                         )
                         raise BenchFailure(msg)
                     buffered += chunk

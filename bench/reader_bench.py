@@ -332,9 +332,7 @@ def run_steady(args: argparse.Namespace) -> Latencies:
                 count = per_segment[n]
                 if not count:
                     continue
-                result = writer_client.append(
-                    segment, f"steady-{n}", numbers[n], [payload] * count
-                )
+                result = writer_client.append(segment, f"steady-{n}", numbers[n], [payload] * count)
                 appends.append((result.ingestion_time, time.time()))
                 numbers[n] += count
         elapsed = time.monotonic() - start
@@ -433,7 +431,7 @@ def _report(
     steady: Latencies | None,
     idle: Latencies | None,
 ) -> str:
-    today = datetime.date.today().isoformat()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
     load_after = load_average()
     lines = [
         f"## {HEADING}",

@@ -375,8 +375,10 @@ def worker_task_setup(spark: Any) -> tuple[float, float, int]:
 
     # The workers cannot import this module: ship the probe's code by value.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    frame = spark.range(4).repartition(2).mapInPandas(
-        _probe_worker, "pid long, zips long, kept double, released double"
+    frame = (
+        spark.range(4)
+        .repartition(2)
+        .mapInPandas(_probe_worker, "pid long, zips long, kept double, released double")
     )
     rows = [row for _ in range(2) for row in frame.collect()]
     return (
@@ -589,7 +591,7 @@ def _report(
     lines = [
         f"## {HEADING}",
         "",
-        f"Measured {datetime.date.today().isoformat()} on "
+        f"Measured {datetime.datetime.now(datetime.UTC).date().isoformat()} on "
         f"{machine_facts(spark_version, f'pyarrow {pyarrow.__version__}', _java_version())}. "
         f"Load average (1 min) before the run {args.load_before:.2f}, after {load_average():.2f}: "
         "other work on the machine slows both queries.",

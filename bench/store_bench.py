@@ -126,8 +126,9 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
         description = client.create_stream("bench", "events", segment_count=1)
         segment = description.segments[0].segment
         config = WriterConfig(args.batch_bytes, args.batch_events)
-        writer = EventWriter(client, "bench/events", BytesSerializer(),
-                             writer_id="bench-writer", config=config)
+        writer = EventWriter(
+            client, "bench/events", BytesSerializer(), writer_id="bench-writer", config=config
+        )
 
         write = writer.write_event
         key = args.routing_key
@@ -192,8 +193,9 @@ def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) ->
         log_path = os.path.join(scratch, "redis.log")
         with (
             ChildProcess(argv, log_path, name="redis-server", capture_stdout=False) as server,
-            redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT_S,
-                        socket_connect_timeout=2) as client,
+            redis.Redis(
+                host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT_S, socket_connect_timeout=2
+            ) as client,
         ):
             server.wait_until(lambda: _answers(client), "answering")
 
@@ -257,16 +259,33 @@ def _machine() -> str:
 
 
 def _table(results: Sequence[Result]) -> list[list[str]]:
-    rows = [["system", "append events/s", "append MB/s", "read events/s", "read MB/s",
-             "append s", "read s", "append CPU s client / server", "read CPU s client / server"]]
+    rows = [
+        [
+            "system",
+            "append events/s",
+            "append MB/s",
+            "read events/s",
+            "read MB/s",
+            "append s",
+            "read s",
+            "append CPU s client / server",
+            "read CPU s client / server",
+        ]
+    ]
     for r in results:
-        rows.append([
-            r.system,
-            f"{r.append.events_per_s:,.0f}", f"{r.append.mb_per_s:.1f}",
-            f"{r.read.events_per_s:,.0f}", f"{r.read.mb_per_s:.1f}",
-            f"{r.append.seconds:.2f}", f"{r.read.seconds:.2f}",
-            r.append.timing.cpu_text(), r.read.timing.cpu_text(),
-        ])
+        rows.append(
+            [
+                r.system,
+                f"{r.append.events_per_s:,.0f}",
+                f"{r.append.mb_per_s:.1f}",
+                f"{r.read.events_per_s:,.0f}",
+                f"{r.read.mb_per_s:.1f}",
+                f"{r.append.seconds:.2f}",
+                f"{r.read.seconds:.2f}",
+                r.append.timing.cpu_text(),
+                r.read.timing.cpu_text(),
+            ]
+        )
     return rows
 
 
@@ -278,8 +297,7 @@ def _verdicts(tidemark: Result, redis_result: Result | None) -> list[tuple[str, 
     for phase in ("append", "read"):
         ok = None
         if redis_result is not None:
-            ok = (getattr(tidemark, phase).events_per_s
-                  >= getattr(redis_result, phase).events_per_s)
+            ok = getattr(tidemark, phase).events_per_s >= getattr(redis_result, phase).events_per_s
         checks.append((f"{phase} not slower than Redis", ok))
     return checks
 
@@ -303,7 +321,7 @@ def _report(args: argparse.Namespace, results: list[Result]) -> str:
     for target, ok in verdicts:
         print(f"target {target}: {mark[ok]}")
 
-    today = datetime.date.today().isoformat()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
     lines = [
         f"## {HEADING}",
         "",
@@ -351,18 +369,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--events", type=int, default=1_000_000, help="events (default 1000000)")
     parser.add_argument("--event-size", type=int, default=100, help="payload bytes (default 100)")
-    parser.add_argument("--batch-bytes", type=int, default=WriterConfig().max_batch_bytes,
-                        help="EventWriter max_batch_bytes (default 1 MiB)")
-    parser.add_argument("--batch-events", type=int, default=WriterConfig().max_batch_events,
-                        help="EventWriter max_batch_events (default 20000)")
-    parser.add_argument("--routing-key", default=None,
-                        help="routing key of every Tidemark event (default: none)")
-    parser.add_argument("--read-bytes", type=int, default=1024 * 1024,
-                        help="max_bytes of each Tidemark read (default 1 MiB)")
-    parser.add_argument("--redis-batch", type=int, default=10_000,
-                        help="XADDs per pipeline execute (default 10000)")
-    parser.add_argument("--redis-page", type=int, default=10_000,
-                        help="COUNT of each XRANGE (default 10000)")
+    parser.add_argument(
+        "--batch-bytes",
+        type=int,
+        default=WriterConfig().max_batch_bytes,
+        help="EventWriter max_batch_bytes (default 1 MiB)",
+    )
+    parser.add_argument(
+        "--batch-events",
+        type=int,
+        default=WriterConfig().max_batch_events,
+        help="EventWriter max_batch_events (default 20000)",
+    )
+    parser.add_argument(
+        "--routing-key", default=None, help="routing key of every Tidemark event (default: none)"
+    )
+    parser.add_argument(
+        "--read-bytes",
+        type=int,
+        default=1024 * 1024,
+        help="max_bytes of each Tidemark read (default 1 MiB)",
+    )
+    parser.add_argument(
+        "--redis-batch", type=int, default=10_000, help="XADDs per pipeline execute (default 10000)"
+    )
+    parser.add_argument(
+        "--redis-page", type=int, default=10_000, help="COUNT of each XRANGE (default 10000)"
+    )
     parser.add_argument("--redis-server", default="redis-server", help="redis-server binary")
     parser.add_argument("--skip-redis", action="store_true", help="measure Tidemark only")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
@@ -393,8 +426,11 @@ def _run(args: argparse.Namespace) -> str:
         name = runner.__name__.removeprefix("run_")
         print(f"{name}: appending and reading {args.events:,} events ...", flush=True)
         result = runner(args, payloads, expected)
-        print(f"{name}: append {result.append.events_per_s:,.0f} events/s, "
-              f"read {result.read.events_per_s:,.0f} events/s", flush=True)
+        print(
+            f"{name}: append {result.append.events_per_s:,.0f} events/s, "
+            f"read {result.read.events_per_s:,.0f} events/s",
+            flush=True,
+        )
         results.append(result)
     return _report(args, results)
 

@@ -42,4 +42,5 @@ def __getattr__(name: str) -> object:
         from connector.embedded import embedded_store
 
         return embedded_store
-    raise AttributeError(f"module 'connector' has no attribute {name!r}")
+    msg = f"module 'connector' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -143,7 +143,10 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             _call(
                 context,
                 lambda: self._store.scale_stream(
-                    request.scope, request.stream, list(request.sealed_segments), request.split_count
+                    request.scope,
+                    request.stream,
+                    list(request.sealed_segments),
+                    request.split_count,
                 ),
             )
         )
@@ -303,7 +306,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     """Runs the server until SIGTERM or SIGINT."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     config = StoreConfig(
         data_dir=args.data_dir,
         clock=clock or SystemClock(),

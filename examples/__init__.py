@@ -1,0 +1,1 @@
+"""Runnable examples: the sensor demos on the core, on Spark, and a reader group."""

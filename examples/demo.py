@@ -15,7 +15,14 @@ from __future__ import annotations
 import logging
 import time
 
-from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, SystemClock, embedded_store
+from connector import (
+    EventWriter,
+    JsonSerializer,
+    StoreClient,
+    StreamManager,
+    SystemClock,
+    embedded_store,
+)
 from connector.reader import FieldTimestampAssigner, ReaderConfig, ReaderGroupManager, TimeDomain
 from examples.sensors import LAG_MS, run_sensors
 

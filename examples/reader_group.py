@@ -22,7 +22,9 @@ def main(seconds: float = 3.0) -> None:
         client = StoreClient(uri)
         StreamManager(client).create_scope("example")
         StreamManager(client).create_stream("example", "clicks", segment_count=2)
-        group = ReaderGroupManager(client).create_reader_group("example", "printers", ["example/clicks"])
+        group = ReaderGroupManager(client).create_reader_group(
+            "example", "printers", ["example/clicks"]
+        )
         config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME, max_event_time_lag=100)
         stop = threading.Event()
 

@@ -27,7 +27,9 @@ LAG_MS = 1_000
 _log = logging.getLogger("examples.sensors")
 
 
-def write_round(writer: EventWriter[Any], seq: int, now_ms: Callable[[], int]) -> list[dict[str, Any]]:
+def write_round(
+    writer: EventWriter[Any], seq: int, now_ms: Callable[[], int]
+) -> list[dict[str, Any]]:
     """Writes one reading per sensor, durable on return."""
     written = []
     for sensor, offset in OFFSETS_MS.items():

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, SystemClock, embedded_store
+from connector import (
+    EventWriter,
+    JsonSerializer,
+    StoreClient,
+    StreamManager,
+    SystemClock,
+    embedded_store,
+)
 from examples.sensors import LAG_MS, write_round
 
 __all__ = ["SparkSensorRun", "await_batches", "run_sensors_on_spark", "sensor_query"]
@@ -64,7 +71,9 @@ class SparkSensorRun:
     """What the Spark query produced."""
 
     written: list[dict[str, Any]] = field(default_factory=list)
-    released: list[tuple[str, int, int]] = field(default_factory=list)  # (sensor, seq, ts) in output order
+    released: list[tuple[str, int, int]] = field(
+        default_factory=list
+    )  # (sensor, seq, ts) in output order
     late: list[tuple[str, int, int]] = field(default_factory=list)
     watermarks: list[int] = field(default_factory=list)
 
@@ -111,11 +120,14 @@ def run_sensors_on_spark(
 
 
 def await_batches(query: Any, count: int = 2, timeout_s: float = 60.0) -> None:
-    """Waits until ``query`` completed ``count`` more micro-batches (real time: offsets keep moving).
+    """Waits until ``query`` completed ``count`` more micro-batches.
+
+    Real time: the offsets keep moving.
 
     ``processAllAvailable`` never returns on a live store, whose idle ticks
     move the watermark, and so the offsets, every polling period.
     """
+
     def last_batch() -> int:
         progress = query.lastProgress
         return -1 if progress is None else progress["batchId"]
@@ -156,7 +168,10 @@ def main(rounds: int = 8) -> None:
     )
     spark.sparkContext.setLogLevel("FATAL")  # stopping a live query aborts its batch in flight
     spark_adapter.register(spark)
-    with embedded_store(max_watermark_lag_ms=200, polling_period_ms=50) as uri, tempfile.TemporaryDirectory() as scratch:
+    with (
+        embedded_store(max_watermark_lag_ms=200, polling_period_ms=50) as uri,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         with StoreClient(uri) as client:
             StreamManager(client).create_scope("demo")
             StreamManager(client).create_stream("demo", "sensors", segment_count=2)

@@ -33,11 +33,13 @@ def generate(out_dir: pathlib.Path) -> list[pathlib.Path]:
         *(f"{PACKAGE_PATH}/{proto.name}" for proto in protos),
     ]
     if protoc.main(args) != 0:
-        raise SystemExit(f"protoc failed on {[p.name for p in protos]!r}")
+        msg = f"protoc failed on {[p.name for p in protos]!r}"
+        raise SystemExit(msg)
     return sorted((out_dir / PACKAGE_PATH).glob("*_pb2*.py*"))
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Regenerates the stubs into ``--out`` (default: the repository)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, default=REPO_ROOT)
     written = generate(parser.parse_args(argv).out)

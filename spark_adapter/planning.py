@@ -28,7 +28,14 @@ from connector.reader.group import initial_state
 from connector.reader.group_state import GroupState, advance, finish, group_watermark
 from connector.reader.lineage import ancestors, describe_streams, successors_of
 
-__all__ = ["SegmentRange", "SourceOffset", "initial_offset", "latest_offset", "limited_offset", "ranges_between"]
+__all__ = [
+    "SegmentRange",
+    "SourceOffset",
+    "initial_offset",
+    "latest_offset",
+    "limited_offset",
+    "ranges_between",
+]
 
 _READ_CHUNK = 8 * 1024 * 1024
 
@@ -83,7 +90,10 @@ def _event_watermark(state: GroupState, lag_ms: int | None, previous: int | None
 
 
 def initial_offset(
-    client: StoreClient, streams: Sequence[StreamId], start: str | Mapping[str, int], lag_ms: int | None
+    client: StoreClient,
+    streams: Sequence[StreamId],
+    start: str | Mapping[str, int],
+    lag_ms: int | None,
 ) -> SourceOffset:
     """Where a query starts: ``earliest``, ``latest`` or an explicit cut.
 
@@ -91,7 +101,11 @@ def initial_offset(
     cut's segments for a cut) count as finished, so no batch reads them.
     """
     names = [str(s) for s in streams]
-    core_start: Any = {"earliest": "head", "latest": "tail"}.get(start, start) if isinstance(start, str) else start
+    core_start: Any = (
+        {"earliest": "head", "latest": "tail"}.get(start, start)
+        if isinstance(start, str)
+        else start
+    )
     state = initial_state(client, names, core_start)
     descriptions = describe_streams(client, streams)
     if core_start == "tail":
@@ -175,7 +189,11 @@ def limited_offset(
     events_left = max_events
     bytes_left = max_bytes
     progressed = True
-    while progressed and (events_left is None or events_left > 0) and (bytes_left is None or bytes_left > 0):
+    while (
+        progressed
+        and (events_left is None or events_left > 0)
+        and (bytes_left is None or bytes_left > 0)
+    ):
         progressed = False
         for segment in sorted(state.cursors, key=lambda s: (state.cursors[s].watermark, s)):
             cursor = state.cursors[segment]
@@ -192,7 +210,13 @@ def limited_offset(
                 frames = frames[:events_left]
             stop = frames[-1].end if frames else cursor.offset
             whole = stop == result.next_offset
-            watermark = result.watermark if whole else frames[-1].ingestion_time - 1 if frames else cursor.watermark
+            watermark = (
+                result.watermark
+                if whole
+                else frames[-1].ingestion_time - 1
+                if frames
+                else cursor.watermark
+            )
             if stop > cursor.offset:
                 progressed = True
                 state = advance(state, segment, stop, watermark)
@@ -205,7 +229,9 @@ def limited_offset(
                 state = finish(state, segment, successors_of(client, segment, result.successors))
                 progressed = True
                 break  # the cursors changed: plan again, oldest first
-            if (events_left is not None and events_left <= 0) or (bytes_left is not None and bytes_left <= 0):
+            if (events_left is not None and events_left <= 0) or (
+                bytes_left is not None and bytes_left <= 0
+            ):
                 break
     return SourceOffset(state, ends, _event_watermark(state, lag_ms, previous.watermark))
 

@@ -120,7 +120,10 @@ class StoreClient:
     ) -> StreamDescription:
         """Splits one segment (``split_count`` >= 2) or merges adjacent ones (0)."""
         request = _pb.ScaleStreamRequest(
-            scope=scope, stream=stream, sealed_segments=list(sealed_segments), split_count=split_count
+            scope=scope,
+            stream=stream,
+            sealed_segments=list(sealed_segments),
+            split_count=split_count,
         )
         return _stream(self._invoke(self._stub.ScaleStream, request, retry=False))
 

@@ -7,7 +7,13 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from connector.errors import InvalidArgumentError
 
-__all__ = ["BytesSerializer", "JsonSerializer", "Serializer", "StringSerializer", "serializer_named"]
+__all__ = [
+    "BytesSerializer",
+    "JsonSerializer",
+    "Serializer",
+    "StringSerializer",
+    "serializer_named",
+]
 
 T = TypeVar("T")
 

@@ -44,7 +44,9 @@ class StreamManager:
         """Every segment the stream ever had."""
         return self._client.describe_stream(scope, stream)
 
-    def split_segment(self, scope: str, stream: str, segment: int, into: int = 2) -> StreamDescription:
+    def split_segment(
+        self, scope: str, stream: str, segment: int, into: int = 2
+    ) -> StreamDescription:
         """Seals segment number ``segment`` and splits its key range into ``into`` successors."""
         return self._client.scale_stream(scope, stream, [segment], into)
 

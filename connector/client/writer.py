@@ -33,7 +33,10 @@ class WriterConfig:
 
     def __init__(self, max_batch_bytes: int = 1024 * 1024, max_batch_events: int = 20_000):
         if max_batch_bytes <= 0 or max_batch_events <= 0:
-            msg = f"batch limits must be > 0, got {max_batch_bytes!r} bytes, {max_batch_events!r} events"
+            msg = (
+                f"batch limits must be > 0, got {max_batch_bytes!r} bytes, "
+                f"{max_batch_events!r} events"
+            )
             raise InvalidArgumentError(msg)
         self.max_batch_bytes = max_batch_bytes
         self.max_batch_events = max_batch_events
@@ -164,4 +167,3 @@ class EventWriter(Generic[T]):
             msg = f"stream {str(self.stream)!r} is sealed: it takes no more events"
             raise TidemarkError(msg)
         self._lows = [s.key_low for s in self._segments]
-

@@ -56,8 +56,9 @@ class EventRead(Generic[T]):
 
     For an event: ``event`` is the deserialized value, ``event_time`` the time
     the timestamp assigner gave it, ``ingestion_time`` when the store took it,
-    ``position`` where it is, ``routing_key`` the key it was written with. For a watermark: ``watermark`` (epoch ms) promises
-    that every later event from this reader has an ingestion time above
+    ``position`` where it is, ``routing_key`` the key it was written with.
+    For a watermark: ``watermark`` (epoch ms) promises that every later event
+    from this reader has an ingestion time above
     ``watermark + max_event_time_lag``; watermarks a reader yields strictly ascend.
     """
 
@@ -126,7 +127,9 @@ class ReaderConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_domain", TimeDomain.parse(self.time_domain))
-        object.__setattr__(self, "max_event_time_lag", to_millis("max_event_time_lag", self.max_event_time_lag))
+        object.__setattr__(
+            self, "max_event_time_lag", to_millis("max_event_time_lag", self.max_event_time_lag)
+        )
         object.__setattr__(self, "read_timeout", to_millis("read_timeout", self.read_timeout))
 
     @property

@@ -226,8 +226,12 @@ class ReaderGroup:
         from connector.reader.reader import EventReader
 
         return EventReader(
-            self, reader_id, serializer, config or ReaderConfig(),
-            lease_ms=lease_ms, sync_interval_ms=sync_interval_ms,
+            self,
+            reader_id,
+            serializer,
+            config or ReaderConfig(),
+            lease_ms=lease_ms,
+            sync_interval_ms=sync_interval_ms,
         )
 
     def group_watermark(self) -> int:
@@ -241,6 +245,7 @@ class ReaderGroup:
         reader acknowledged the checkpoint; none after it was. Blocks up to
         ``timeout_s``; readers acknowledge while they read.
         """
+
         def request(record: GroupRecord, _now: int) -> GroupRecord:
             if record.checkpoint is not None:
                 msg = f"checkpoint {record.checkpoint!r} is still in progress"
@@ -283,7 +288,9 @@ class ReaderGroup:
         record = self.record()
         state = initial_state(self._client, record.streams, cut, record.state.end_cut)
         self.update(
-            lambda r, _now: GroupRecord(r.streams, r.generation + 1, state, checkpoints=r.checkpoints)
+            lambda r, _now: GroupRecord(
+                r.streams, r.generation + 1, state, checkpoints=r.checkpoints
+            )
         )
 
     def __repr__(self) -> str:

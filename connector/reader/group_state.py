@@ -145,9 +145,7 @@ class GroupState:
         """The JSON-compatible dict behind :meth:`to_json`."""
         return {
             "cursors": {s: [c.offset, c.watermark, c.end] for s, c in self.cursors.items()},
-            "waiting": {
-                s: [w.watermark, sorted(w.waiting_for)] for s, w in self.waiting.items()
-            },
+            "waiting": {s: [w.watermark, sorted(w.waiting_for)] for s, w in self.waiting.items()},
             "finished": sorted(self.finished),
             "end_cut": None if self.end_cut is None else dict(self.end_cut),
             "bounded_to": None if self.bounded_to is None else sorted(self.bounded_to),
@@ -213,7 +211,9 @@ def advance(state: GroupState, segment: str, offset: int, watermark: int) -> Gro
     if cursor is None:
         msg = f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
         raise FailedPreconditionError(msg)
-    updated = SegmentCursor(max(cursor.offset, offset), max(cursor.watermark, watermark), cursor.end)
+    updated = SegmentCursor(
+        max(cursor.offset, offset), max(cursor.watermark, watermark), cursor.end
+    )
     if updated == cursor:
         return state
     return replace(state, cursors={**state.cursors, segment: updated})
@@ -243,9 +243,7 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
             continue
         known = waiting.get(name)
         initial = successor.creation_time - 1
-        waiting_for = (
-            known.waiting_for if known else frozenset(successor.predecessors)
-        ) - finished
+        waiting_for = (known.waiting_for if known else frozenset(successor.predecessors)) - finished
         if waiting_for:
             waiting[name] = WaitingSegment(initial, waiting_for)
         else:
@@ -270,7 +268,9 @@ def unassigned_oldest_first(state: GroupState, assigned: Iterable[str]) -> list[
     return sorted(free, key=lambda s: (state.cursors[s].watermark, s))
 
 
-def allocate_bytes(state: GroupState, available: Mapping[str, int], budget: int | None) -> dict[str, int]:
+def allocate_bytes(
+    state: GroupState, available: Mapping[str, int], budget: int | None
+) -> dict[str, int]:
     """How many bytes each readable segment may read next, oldest watermark first.
 
     ``available`` maps a segment to the bytes readable beyond its cursor (up

@@ -13,19 +13,27 @@ from connector.reader.group_state import Successor
 __all__ = ["ancestors", "describe_streams", "successors_of"]
 
 
-def describe_streams(client: StoreClient, streams: Iterable[str | StreamId]) -> list[StreamDescription]:
+def describe_streams(
+    client: StoreClient, streams: Iterable[str | StreamId]
+) -> list[StreamDescription]:
     """The description of each stream, ``scope/stream`` or a StreamId, in order."""
     ids = [s if isinstance(s, StreamId) else StreamId.parse(s) for s in streams]
     return [client.describe_stream(i.scope, i.stream) for i in ids]
 
 
 def successors_of(client: StoreClient, segment: str, names: Sequence[str]) -> list[Successor]:
-    """What :func:`~connector.reader.group_state.finish` needs of ``segment``'s successors ``names``."""
+    """What :func:`~connector.reader.group_state.finish` needs of successors ``names``.
+
+    ``names`` are the successors of ``segment``.
+    """
     if not names:
         return []
     stream = SegmentId.parse(segment).stream_id
     description = client.describe_stream(stream.scope, stream.stream)
-    return [Successor(d.segment, d.predecessors, d.creation_time) for d in map(description.segment, names)]
+    return [
+        Successor(d.segment, d.predecessors, d.creation_time)
+        for d in map(description.segment, names)
+    ]
 
 
 def ancestors(by_name: Mapping[str, SegmentDescription], segments: Iterable[str]) -> set[str]:

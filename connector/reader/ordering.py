@@ -75,4 +75,7 @@ class EventTimeOrderer(Generic[T]):
         return len(self._heap)
 
     def __repr__(self) -> str:
-        return f"EventTimeOrderer(watermark={self.watermark}, buffered={self.buffered}, late={self.late_count})"
+        return (
+            f"EventTimeOrderer(watermark={self.watermark}, buffered={self.buffered}, "
+            f"late={self.late_count})"
+        )

@@ -141,7 +141,10 @@ class EventReader(Generic[T]):
         deadline = time.monotonic() + timeout_s
         while True:
             self._absorb_finished_reads()
-            if self._has_drained_inputs() or time.monotonic() - self._last_sync >= self._sync_interval_s:
+            if (
+                self._has_drained_inputs()
+                or time.monotonic() - self._last_sync >= self._sync_interval_s
+            ):
                 self._sync()
             watermark = self._watermark_to_emit()
             if watermark is not None:
@@ -166,7 +169,10 @@ class EventReader(Generic[T]):
         return sorted(self._inputs)
 
     def close(self) -> None:
-        """Reports positions, gives its segments back and leaves the group; closing twice is harmless."""
+        """Reports positions, gives its segments back and leaves the group.
+
+        Closing twice is harmless.
+        """
         if self._closed:
             return
         self._closed = True
@@ -198,7 +204,9 @@ class EventReader(Generic[T]):
         self.close()
 
     def __repr__(self) -> str:
-        return f"EventReader({self.reader_id!r}, group={self._group.name!r}, segments={self.segments})"
+        return (
+            f"EventReader({self.reader_id!r}, group={self._group.name!r}, segments={self.segments})"
+        )
 
     # --- events and watermarks ----------------------------------------------------
 
@@ -210,7 +218,9 @@ class EventReader(Generic[T]):
             if source.frames:
                 frame = source.frames[0]
                 event = self._serializer.deserialize(frame.payload)
-                event_time = self.config.timestamp_assigner.extract_timestamp(event, frame.ingestion_time)
+                event_time = self.config.timestamp_assigner.extract_timestamp(
+                    event, frame.ingestion_time
+                )
                 source.take()
                 return EventRead.of_event(
                     event,
@@ -327,7 +337,9 @@ class EventReader(Generic[T]):
                 del self._inputs[segment]  # released: a read in flight is ignored
         for segment in held - set(self._inputs):
             cursor = record.state.cursors[segment]
-            self._inputs[segment] = _SegmentInput(segment, cursor.offset, cursor.watermark, cursor.end)
+            self._inputs[segment] = _SegmentInput(
+                segment, cursor.offset, cursor.watermark, cursor.end
+            )
         self._rotation = collections.deque(sorted(self._inputs))
 
 
@@ -340,7 +352,9 @@ def _report(record: GroupRecord, me: str, positions: Mapping[str, tuple[int, int
     return state
 
 
-def _rebalance(state: GroupState, assignments: dict[str, str], me: str, readers: int) -> dict[str, str]:
+def _rebalance(
+    state: GroupState, assignments: dict[str, str], me: str, readers: int
+) -> dict[str, str]:
     """``me`` takes or gives back segments toward an equal share, oldest watermark first."""
     share = math.ceil(len(state.cursors) / max(readers, 1))
     mine = sorted(
@@ -352,4 +366,3 @@ def _rebalance(state: GroupState, assignments: dict[str, str], me: str, readers:
     for segment in unassigned_oldest_first(state, assignments)[: max(0, share - len(mine))]:
         assignments[segment] = me
     return assignments
-

@@ -249,7 +249,9 @@ class SegmentStore:
                 raise FailedPreconditionError(msg)
             now = self._clock.now_ms()
             sealed = [
-                [s.number, s.next_time(now)] for s in target.segments.values() if not s.pending_sealed
+                [s.number, s.next_time(now)]
+                for s in target.segments.values()
+                if not s.pending_sealed
             ]
             for number, _ in sealed:
                 target.segments[number].pending_sealed = True
@@ -344,7 +346,14 @@ class SegmentStore:
         target.writer_numbers[writer_id] = last
         self._dirty.add(target)
         publish = self._record(
-            {"op": "commit", "seg": target.name, "end": end, "t": time_ms, "w": writer_id, "e": last}
+            {
+                "op": "commit",
+                "seg": target.name,
+                "end": end,
+                "t": time_ms,
+                "w": writer_id,
+                "e": last,
+            }
         )
 
         def published() -> AppendResult:
@@ -405,12 +414,16 @@ class SegmentStore:
         self, target: Segment, offset: int, wait_ms: int, known_watermark: int | None
     ) -> Any:
         with target.changed:
-            known = target.index.watermark_after(offset) if known_watermark is None else known_watermark
+            known = (
+                target.index.watermark_after(offset) if known_watermark is None else known_watermark
+            )
             target.changed.wait_for(
-                lambda: target.committed_end > offset
-                or target.index.latest > known
-                or target.sealed
-                or self._closed.is_set(),
+                lambda: (
+                    target.committed_end > offset
+                    or target.index.latest > known
+                    or target.sealed
+                    or self._closed.is_set()
+                ),
                 timeout=wait_ms / 1000,
             )
         return target.snapshot()
@@ -551,7 +564,11 @@ class SegmentStore:
 
     def _submit(self, prepare: Callable[[], _Publish], barrier: bool) -> Any:
         if self._closed.is_set() or self._failure is not None:
-            msg = "the store is closed" if self._failure is None else f"the store failed: {self._failure}"
+            msg = (
+                "the store is closed"
+                if self._failure is None
+                else f"the store failed: {self._failure}"
+            )
             raise StoreUnavailableError(msg)
         op = _Op(prepare, barrier)
         self._queue.put(op)

@@ -47,14 +47,17 @@ class ReadLog:
     def assert_watermark_rules(self, lag_ms: int) -> None:
         """Strictly ascending watermarks; every later event ingested after W + lag."""
         marks = self.watermarks
-        assert all(a < b for a, b in zip(marks, marks[1:], strict=False)), f"watermarks not ascending: {marks}"
+        assert all(a < b for a, b in zip(marks, marks[1:], strict=False)), (
+            f"watermarks not ascending: {marks}"
+        )
         current = None
         for read in self.reads:
             if read.is_watermark:
                 current = read.watermark
             elif current is not None:
                 assert read.ingestion_time > current + lag_ms, (
-                    f"event {read.event!r} ingested at {read.ingestion_time} after watermark {current}"
+                    f"event {read.event!r} ingested at {read.ingestion_time} "
+                    f"after watermark {current}"
                 )
 
 
@@ -67,7 +70,9 @@ def read_some(reader: EventReader[Any], log: ReadLog, count: int, timeout_ms: in
         log.reads.append(read)
 
 
-def drain(readers: Iterable[tuple[EventReader[Any], ReadLog]], expected: int, timeout_s: float = 20.0) -> None:
+def drain(
+    readers: Iterable[tuple[EventReader[Any], ReadLog]], expected: int, timeout_s: float = 20.0
+) -> None:
     """Reads round-robin until the readers together returned ``expected`` events (bounded)."""
     pairs = list(readers)
     deadline = time.monotonic() + timeout_s

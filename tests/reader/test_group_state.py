@@ -102,7 +102,9 @@ def test_a_bounded_group_ignores_successors_outside_its_end_cut() -> None:
     state = GroupState.starting_at(
         {"s/t/0": 0}, {"s/t/0": 0}, end_cut={"s/t/2": 30}, bounded_to={"s/t/0", "s/t/2"}
     )
-    state = finish(state, "s/t/0", [Successor("s/t/2", ("s/t/0",), 10), Successor("s/t/3", ("s/t/0",), 10)])
+    state = finish(
+        state, "s/t/0", [Successor("s/t/2", ("s/t/0",), 10), Successor("s/t/3", ("s/t/0",), 10)]
+    )
     assert set(state.cursors) == {"s/t/2"}
     assert state.cursors["s/t/2"].end == 30
 
@@ -134,7 +136,9 @@ _SUCCESSORS = {
 }
 
 _operation = st.one_of(
-    st.tuples(st.just("advance"), st.sampled_from(_SEGMENTS), st.integers(0, 50), st.integers(0, 1200)),
+    st.tuples(
+        st.just("advance"), st.sampled_from(_SEGMENTS), st.integers(0, 50), st.integers(0, 1200)
+    ),
     st.tuples(st.just("finish"), st.sampled_from(_SEGMENTS), st.just(0), st.just(0)),
 )
 
@@ -159,6 +163,8 @@ def test_any_history_keeps_the_group_watermark_monotone_and_lineage_in_order(
         assert current >= previous, f"group watermark stepped back after {kind} {segment}"
         previous = current
         for name in state.cursors:
-            preds = next((s.predecessors for ss in _SUCCESSORS.values() for s in ss if s.segment == name), ())
+            preds = next(
+                (s.predecessors for ss in _SUCCESSORS.values() for s in ss if s.segment == name), ()
+            )
             assert set(preds) <= state.finished, f"{name} readable before {preds} finished"
         assert GroupState.from_json(state.to_json()) == state

@@ -24,7 +24,9 @@ from tests.reader.conftest import ReadLog, drain, read_some
 INGESTION = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME)
 
 
-def write(client: StoreClient, stream: str, clock: ManualClock, keys: int, per_key: int, start: int = 0) -> None:
+def write(
+    client: StoreClient, stream: str, clock: ManualClock, keys: int, per_key: int, start: int = 0
+) -> None:
     with EventWriter(client, stream, JsonSerializer()) as writer:
         for i in range(start, start + per_key):
             for key in range(keys):
@@ -78,7 +80,9 @@ def test_a_joining_reader_gets_a_share_and_a_leaving_one_gives_its_segments_back
     write(store_client, stream, clock, keys=8, per_key=5)
     read_some(first, logs["first"], 3)
     read_some(second, logs["second"], 3)
-    wait_until(lambda: (read_some(first, logs["first"], 1), len(first.segments) == 2)[1], what="rebalance")
+    wait_until(
+        lambda: (read_some(first, logs["first"], 1), len(first.segments) == 2)[1], what="rebalance"
+    )
     assert sorted(first.segments + second.segments) == sorted(
         s.segment for s in store_client.describe_stream(*stream.split("/")).segments
     )
@@ -103,7 +107,9 @@ def test_a_reader_whose_lease_expires_loses_its_segments(store_client, new_strea
     read_some(busy, ReadLog(), 1, timeout_ms=1)
     assert len(busy.segments) == 1
     clock.advance(1_001)
-    wait_until(lambda: (read_some(busy, ReadLog(), 1, 1), len(busy.segments) == 2)[1], what="takeover")
+    wait_until(
+        lambda: (read_some(busy, ReadLog(), 1, 1), len(busy.segments) == 2)[1], what="takeover"
+    )
     assert "quiet" not in group.record().leases
 
 
@@ -117,7 +123,9 @@ def test_a_checkpoint_is_a_consistent_cut_and_a_reset_to_it_rereads_exactly_what
     before = ReadLog()
     drain([(reader, before)], expected=20)
     stop = threading.Event()
-    reading = threading.Thread(target=lambda: [reader.read_next_event(10) for _ in iter(stop.is_set, True)])
+    reading = threading.Thread(
+        target=lambda: [reader.read_next_event(10) for _ in iter(stop.is_set, True)]
+    )
     reading.start()
     try:
         cut = group.initiate_checkpoint("after-first-20", timeout_s=10)
@@ -138,7 +146,9 @@ def test_a_checkpoint_is_a_consistent_cut_and_a_reset_to_it_rereads_exactly_what
     fresh.close()
 
 
-def test_a_bounded_group_stops_at_its_end_cut_with_a_final_watermark(store_client, new_stream, clock) -> None:
+def test_a_bounded_group_stops_at_its_end_cut_with_a_final_watermark(
+    store_client, new_stream, clock
+) -> None:
     stream = new_stream(1)
     write(store_client, stream, clock, keys=1, per_key=3)
     segment = f"{stream}/0"
@@ -154,7 +164,9 @@ def test_a_bounded_group_stops_at_its_end_cut_with_a_final_watermark(store_clien
     assert reader.read_next_event(10) is None
 
 
-def test_idle_segments_keep_the_group_watermark_moving(store_server, store_client, new_stream, clock) -> None:
+def test_idle_segments_keep_the_group_watermark_moving(
+    store_server, store_client, new_stream, clock
+) -> None:
     stream = new_stream(2)
     write(store_client, stream, clock, keys=2, per_key=1)
     group = ReaderGroupManager(store_client).create_reader_group("rt", "idle", [stream])
@@ -189,7 +201,9 @@ def test_a_split_during_reading_keeps_each_keys_order(store_client, new_stream, 
     log.assert_watermark_rules(lag_ms=0)
 
 
-def test_the_timestamp_assigner_gives_events_their_event_time(store_client, new_stream, clock) -> None:
+def test_the_timestamp_assigner_gives_events_their_event_time(
+    store_client, new_stream, clock
+) -> None:
     stream = new_stream(1)
     with EventWriter(store_client, stream, JsonSerializer()) as writer:
         writer.write_event({"ts": 1234, "v": 1})
@@ -209,7 +223,9 @@ def test_bad_reader_settings_name_the_value(store_client, new_stream) -> None:
     with pytest.raises(InvalidArgumentError, match="-5"):
         ReaderConfig(max_event_time_lag=-5)
     with pytest.raises(InvalidArgumentError, match="nope/x/0"):
-        ReaderGroupManager(store_client).create_reader_group("rt", "bad", [stream], start={"nope/x/0": 0})
+        ReaderGroupManager(store_client).create_reader_group(
+            "rt", "bad", [stream], start={"nope/x/0": 0}
+        )
     with pytest.raises(InvalidArgumentError, match="reader group"):
         ReaderGroupManager(store_client).create_reader_group("rt", "bad name!", [stream])
     group: Any = ReaderGroupManager(store_client).create_reader_group("rt", "ok", [stream])

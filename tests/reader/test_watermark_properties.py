@@ -1,5 +1,6 @@
-"""Property: any history of writes, scaling, readers joining and leaving and idle
-periods keeps the watermark rules, over a real store server on a synthetic clock.
+"""Property: random histories keep the watermark rules, over a real server on a synthetic clock.
+
+A history mixes writes, scaling, readers joining and leaving, and idle periods.
 
 For every generated history:
 - each reader's watermarks strictly ascend;
@@ -46,7 +47,9 @@ def test_any_history_keeps_the_watermark_rules(store_server, store_client, clock
     manager.create_scope("prop", exist_ok=True)
     stream = f"s{run}"
     manager.create_stream("prop", stream, 2)
-    group = ReaderGroupManager(store_client).create_reader_group("prop", f"g{run}", [f"prop/{stream}"])
+    group = ReaderGroupManager(store_client).create_reader_group(
+        "prop", f"g{run}", [f"prop/{stream}"]
+    )
     config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME, max_event_time_lag=LAG_MS)
     writer = EventWriter(store_client, f"prop/{stream}", JsonSerializer())
     readers: list[tuple[Any, ReadLog]] = []
@@ -55,7 +58,9 @@ def test_any_history_keeps_the_watermark_rules(store_server, store_client, clock
     names = itertools.count()
 
     def join() -> None:
-        reader = group.create_reader(f"r{next(names)}", JsonSerializer(), config, sync_interval_ms=0)
+        reader = group.create_reader(
+            f"r{next(names)}", JsonSerializer(), config, sync_interval_ms=0
+        )
         readers.append((reader, ReadLog()))
 
     join()
@@ -95,7 +100,9 @@ def test_any_history_keeps_the_watermark_rules(store_server, store_client, clock
     for log in logs:
         log.assert_watermark_rules(lag_ms=LAG_MS)
     seen = sorted((r.event["key"], r.event["n"]) for log in logs for r in log.events)
-    assert seen == sorted((k, n) for k, count in written.items() for n in range(count)), "lost or duplicated"
+    assert seen == sorted((k, n) for k, count in written.items() for n in range(count)), (
+        "lost or duplicated"
+    )
     # Per key order: within each reader's log, and across hand-overs by position order.
     for log in logs:
         for key in written:

@@ -127,11 +127,7 @@ def test_a_tumbling_window_closes_on_idle_ticks_without_new_events(
     start = (store.clock.now_ms() // size + 1) * size
     store.advance_to(start)
     stream = store.create_stream(segments=2)
-    readings = (
-        df_reader(spark, store.uri, stream, lag)
-        .option("timestampField", "ts")
-        .load()
-    )
+    readings = df_reader(spark, store.uri, stream, lag).option("timestampField", "ts").load()
     counts = tumbling_window_count(with_connector_watermark(readings), "10 seconds")
     log = BatchLog()
     query = (

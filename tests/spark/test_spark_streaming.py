@@ -22,7 +22,6 @@ from pyspark.errors.exceptions.captured import StreamingQueryException
 from connector import StreamManager
 from connector.framing import iter_frames
 from spark_adapter import order_by_event_time, with_connector_watermark
-
 from tests.conftest import wait_until
 
 from .conftest import BatchLog, SyntheticStore, settle

@@ -160,7 +160,7 @@ def test_garbage_after_the_last_commit_is_cut_at_restart_and_never_served(
         file.write(encode_frames([b"torn" * 20], clock.now_ms())[:30])  # cut mid-frame
         file.write(os.urandom(100))
     with open(journal, "ab") as file:
-        file.write(b"\x40\x00\x00\x00\xde\xad\xbe\xef{\"op\":\"commit\"")  # a torn record
+        file.write(b'\x40\x00\x00\x00\xde\xad\xbe\xef{"op":"commit"')  # a torn record
 
     server = start_store()
     client = StoreClient(server.uri, retry_timeout_s=2.0)
