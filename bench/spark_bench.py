@@ -330,7 +330,11 @@ def _probe_worker(batches: Any) -> Any:
 
     import pandas as pd
 
-    from spark_adapter.worker_imports import _is_spark_archive, release_archive_importers
+    from spark_adapter.worker_imports import (
+        is_spark_archive,
+        release_archive_importers,
+        spark_archive_importers,
+    )
 
     def reset_ms() -> float:
         start = worker_time.perf_counter()
@@ -348,13 +352,9 @@ def _probe_worker(batches: Any) -> Any:
             importer = zipimport.zipimporter(path)
         except zipimport.ZipImportError:
             continue
-        if _is_spark_archive(importer.archive):
+        if is_spark_archive(importer.archive):
             worker_sys.path_importer_cache[path] = importer
-    zips = sum(
-        1
-        for f in worker_sys.path_importer_cache.values()
-        if type(f).__name__ == "zipimporter" and _is_spark_archive(f.archive)
-    )
+    zips = len(spark_archive_importers())
     kept = reset_ms()
     release_archive_importers()
     released = reset_ms()

@@ -29,13 +29,13 @@ import os
 import sys
 import zipimport
 
-__all__ = ["release_archive_importers"]
+__all__ = ["is_spark_archive", "release_archive_importers", "spark_archive_importers"]
 
 #: Python versions whose zipimporter rereads its archive on invalidate_caches (gh-103200).
 _REREADS_ON_INVALIDATE = sys.version_info < (3, 12)
 
 
-def _is_spark_archive(archive: str) -> bool:
+def is_spark_archive(archive: str) -> bool:
     """The archives Spark puts on a worker's path, which it never rewrites while the worker runs.
 
     PySpark's ``pyspark.zip``, py4j's source zip, and Spark's jars (Spark adds
@@ -49,6 +49,15 @@ def _is_spark_archive(archive: str) -> bool:
     )
 
 
+def spark_archive_importers() -> list[str]:
+    """The ``sys.path_importer_cache`` keys whose importer reads one of Spark's archives."""
+    return [
+        path
+        for path, finder in list(sys.path_importer_cache.items())
+        if isinstance(finder, zipimport.zipimporter) and is_spark_archive(finder.archive)
+    ]
+
+
 def release_archive_importers() -> int:
     """Drops the cached importers of Spark's own zips; returns how many were dropped.
 
@@ -57,12 +66,7 @@ def release_archive_importers() -> int:
     """
     if not _REREADS_ON_INVALIDATE:
         return 0
-    cache = sys.path_importer_cache
-    spark_zips = [
-        path
-        for path, finder in list(cache.items())
-        if isinstance(finder, zipimport.zipimporter) and _is_spark_archive(finder.archive)
-    ]
+    spark_zips = spark_archive_importers()
     for path in spark_zips:
-        cache.pop(path, None)
+        sys.path_importer_cache.pop(path, None)
     return len(spark_zips)

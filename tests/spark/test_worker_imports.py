@@ -87,21 +87,14 @@ def test_in_a_spark_worker_the_next_reset_has_no_spark_archive_left(spark: objec
     def probe(batches: Iterator[object]) -> Iterator[object]:
         import importlib as worker_importlib
         import os as worker_os
-        import sys as worker_sys
-        import zipimport as worker_zipimport
 
         import pandas as pd
 
-        from spark_adapter.worker_imports import _is_spark_archive
         from spark_adapter.worker_imports import release_archive_importers as release
+        from spark_adapter.worker_imports import spark_archive_importers
 
         def spark_archives() -> int:
-            return sum(
-                1
-                for finder in worker_sys.path_importer_cache.values()
-                if isinstance(finder, worker_zipimport.zipimporter)
-                and _is_spark_archive(finder.archive)
-            )
+            return len(spark_archive_importers())
 
         for _ in batches:
             pass
