@@ -303,18 +303,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _config(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Clock) -> StoreConfig:
+    """The store's configuration; a value it refuses exits with a usage error naming the flag."""
+    values = {
+        "max_watermark_lag_ms": args.max_watermark_lag_ms,
+        "polling_period_ms": args.polling_period_ms,
+        "max_event_size": args.max_event_size,
+    }
+    try:
+        return StoreConfig(data_dir=args.data_dir, clock=clock, **values)
+    except InvalidArgumentError as error:
+        message = str(error)
+        for name in values:  # StoreConfig names its fields: say the flags instead
+            message = message.replace(name, "--" + name.replace("_", "-"))
+        parser.error(message)
+
+
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
-    """Runs the server until SIGTERM or SIGINT."""
-    args = _parser().parse_args(argv)
+    """Runs the server until SIGTERM or SIGINT; exits with 2 on a bad argument."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    config = _config(parser, args, clock or SystemClock())
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    config = StoreConfig(
-        data_dir=args.data_dir,
-        clock=clock or SystemClock(),
-        max_watermark_lag_ms=args.max_watermark_lag_ms,
-        polling_period_ms=args.polling_period_ms,
-        max_event_size=args.max_event_size,
     )
     stop = threading.Event()
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from connector.client import StoreClient
+from connector.server import main
 
 from . import payloads
 
@@ -44,3 +45,27 @@ def test_server_serves_until_sigterm_and_keeps_what_it_stored(
     again = spawn_server(tmp_path / "data")
     with StoreClient(again.uri, retry_timeout_s=5.0) as client:
         assert payloads(client, segment.segment) == [b"kept"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--max-watermark-lag-ms", "-5", "--max-watermark-lag-ms must be >= 0, got -5"),
+        ("--polling-period-ms", "0", "--polling-period-ms must be > 0 or None, got 0"),
+        ("--max-event-size", "0", "--max-event-size must be > 0, got 0"),
+    ],
+)
+def test_a_refused_value_exits_with_a_usage_error_naming_the_flag(
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+    expected: str,
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data-dir", str(tmp_path / "data"), flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"tidemark-server: error: {expected}" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "data").exists()
