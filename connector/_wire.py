@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+#: The largest message either end sends or accepts.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+#: The most data a read answers with over gRPC, whatever its ``max_bytes``: half the message
+#: limit. A read returns at least one whole event, so the server also refuses to serve a
+#: store whose ``max_event_size`` is larger than this.
+MAX_READ_BYTES = MAX_MESSAGE_BYTES // 2
+
 #: Channel and server options: batches of events can be large.
 GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", 64 * 1024 * 1024),
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
 
 #: Trailing metadata key naming the domain error class, so clients raise the same one.

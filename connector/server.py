@@ -23,7 +23,13 @@ import grpc
 
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
-from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS, SEALED_SEGMENT_KEY, SUCCESSORS_KEY
+from connector._wire import (
+    ERROR_KIND_KEY,
+    GRPC_OPTIONS,
+    MAX_READ_BYTES,
+    SEALED_SEGMENT_KEY,
+    SUCCESSORS_KEY,
+)
 from connector.clock import Clock, SystemClock
 from connector.errors import (
     AlreadyExistsError,
@@ -179,7 +185,12 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         result = _call(
             context,
             lambda: self._store.read(
-                request.segment, request.offset, request.max_bytes, request.wait_ms, known
+                request.segment,
+                request.offset,
+                # Larger answers would not fit a message; the reader asks again from next_offset.
+                min(request.max_bytes, MAX_READ_BYTES),
+                request.wait_ms,
+                known,
             ),
         )
         return _pb.ReadResponse(
@@ -232,6 +243,12 @@ class StoreServer:
         listen: str = "127.0.0.1:0",
         max_workers: int = 32,
     ):
+        if config.max_event_size > MAX_READ_BYTES:
+            msg = (
+                f"max_event_size must be <= {MAX_READ_BYTES} for the store to be served, "
+                f"got {config.max_event_size!r}"
+            )
+            raise InvalidArgumentError(msg)
         self.store = SegmentStore(config)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidemark-rpc"),
@@ -303,30 +320,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Clock) -> StoreConfig:
-    """The store's configuration; a value it refuses exits with a usage error naming the flag."""
+def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Clock) -> StoreServer:
+    """The server the arguments describe; a value it refuses is a usage error naming the flag."""
     values = {
         "max_watermark_lag_ms": args.max_watermark_lag_ms,
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
     }
     try:
-        return StoreConfig(data_dir=args.data_dir, clock=clock, **values)
+        return StoreServer(StoreConfig(data_dir=args.data_dir, clock=clock, **values), args.listen)
     except InvalidArgumentError as error:
         message = str(error)
-        for name in values:  # StoreConfig names its fields: say the flags instead
+        for name in values:  # the store names its fields: say the flags instead
             message = message.replace(name, "--" + name.replace("_", "-"))
         parser.error(message)
 
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     """Runs the server until SIGTERM or SIGINT; exits with 2 on a bad argument."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    config = _config(parser, args, clock or SystemClock())
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    parser = _parser()
+    server = _server(parser, parser.parse_args(argv), clock or SystemClock())
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -336,7 +352,7 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     # Before announcing the address: a signal sent as soon as it is printed must stop cleanly.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server = StoreServer(config, listen=args.listen).start()
+    server.start()
     print(f"listening on {server.address}", flush=True)
     # Wake up now and then: a signal that lands as this thread goes to sleep (or on another
     # thread) does not interrupt an untimed wait, and its handler runs only once we wake.

@@ -166,7 +166,11 @@ class StoreClient:
         wait_ms: int = 0,
         known_watermark: int | None = None,
     ) -> ReadResult:
-        """Reads whole events from ``offset``; see :meth:`SegmentStore.read`."""
+        """Reads whole events from ``offset``; see :meth:`SegmentStore.read`.
+
+        The server answers with at most 32 MiB of events (``MAX_READ_BYTES``) whatever
+        ``max_bytes`` asks, so that an answer fits a gRPC message; read on from ``next_offset``.
+        """
         request = _pb.ReadRequest(
             segment=segment,
             offset=offset,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from connector._wire import MAX_READ_BYTES
 from connector.client import StoreClient
 from connector.server import main
 
@@ -53,6 +54,11 @@ def test_server_serves_until_sigterm_and_keeps_what_it_stored(
         ("--max-watermark-lag-ms", "-5", "--max-watermark-lag-ms must be >= 0, got -5"),
         ("--polling-period-ms", "0", "--polling-period-ms must be > 0 or None, got 0"),
         ("--max-event-size", "0", "--max-event-size must be > 0, got 0"),
+        (
+            "--max-event-size",
+            str(MAX_READ_BYTES + 1),
+            f"--max-event-size must be <= {MAX_READ_BYTES} for the store to be served",
+        ),
     ],
 )
 def test_a_refused_value_exits_with_a_usage_error_naming_the_flag(
