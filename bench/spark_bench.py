@@ -24,9 +24,9 @@ warm-up of each:
 
 all in append mode into a memory sink, trigger ``processingTime`` 0 seconds,
 timed from ``writeStream.start()`` until ``processAllAvailable()`` returns.
-Each run is checked: every event read, and (but for the floor) the windows emitted hold exactly
-the events whose window Spark's final watermark closed. Last, each source
-alone into a noop sink shows how much of the time is reading.
+Each run is checked: every event read, and (but for the floor) the windows
+emitted hold exactly the events whose window Spark's final watermark closed.
+Last, each source alone into a noop sink shows how much of the time is reading.
 """
 
 from __future__ import annotations
