@@ -169,9 +169,6 @@ def tidemark_query(spark: Any, uri: str) -> Any:
 
 def _consume(key: Any, batches: Any, state: Any) -> Any:
     """The floor's window function: reads its input, keeps no state, emits nothing."""
-    from spark_adapter.worker_imports import release_archive_importers
-
-    release_archive_importers()
     for _ in batches:
         pass
     return iter(())
@@ -358,79 +355,6 @@ def decode_cost(uri: str) -> tuple[float, int]:
     return best, events
 
 
-def _probe_worker(batches: Any) -> Any:
-    """Runs in Spark's Python workers: the cache reset every Python task starts with, A/B.
-
-    First with the importers PySpark's own imports leave in ``sys.path_importer_cache`` (one per
-    package directory inside Spark's archives, made again here exactly as the import system
-    makes them), then after :func:`spark_adapter.worker_imports.release_archive_importers`.
-    """
-    import importlib
-    import os as worker_os
-    import sys as worker_sys
-    import time as worker_time
-    import zipimport
-
-    import pandas as pd
-
-    from spark_adapter.worker_imports import (
-        is_spark_archive,
-        release_archive_importers,
-        spark_archive_importers,
-    )
-
-    def reset_ms() -> float:
-        start = worker_time.perf_counter()
-        importlib.invalidate_caches()
-        return (worker_time.perf_counter() - start) * 1000
-
-    for _ in batches:
-        pass
-    paths = {p for p in worker_sys.path if p.endswith((".zip", ".jar"))}
-    for module in list(worker_sys.modules.values()):
-        for path in getattr(module, "__path__", None) or ():
-            paths.add(path)
-    for path in paths:
-        try:
-            importer = zipimport.zipimporter(path)
-        except zipimport.ZipImportError:
-            continue
-        if is_spark_archive(importer.archive):
-            worker_sys.path_importer_cache[path] = importer
-    zips = len(spark_archive_importers())
-    kept = reset_ms()
-    release_archive_importers()
-    released = reset_ms()
-    yield pd.DataFrame(
-        {"pid": [worker_os.getpid()], "zips": [zips], "kept": [kept], "released": [released]}
-    )
-
-
-def worker_task_setup(spark: Any) -> tuple[float, float, int]:
-    """Median ms of a task's ``importlib.invalidate_caches()`` in the Python workers, A/B.
-
-    PySpark's worker calls it at the start of every Python task (``setup_spark_files``); on
-    Python 3.11 every zip importer then rereads its archive's directory. Returns the ms with
-    the importers of Spark's archives that PySpark's imports leave, the ms after tidemark's
-    release of them, and how many such importers a worker had.
-    """
-    from pyspark import cloudpickle
-
-    # The workers cannot import this module: ship the probe's code by value.
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    frame = (
-        spark.range(4)
-        .repartition(2)
-        .mapInPandas(_probe_worker, "pid long, zips long, kept double, released double")
-    )
-    rows = [row for _ in range(2) for row in frame.collect()]
-    return (
-        statistics.median(r.kept for r in rows),
-        statistics.median(r.released for r in rows),
-        max(r.zips for r in rows),
-    )
-
-
 def spark_python_path() -> str:
     """The ``PYTHONPATH`` Spark gives the Python processes it starts: its zips first."""
     import pyspark
@@ -547,11 +471,6 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], list[Run], list[Run], 
                 once("file", _file_frame(spark, json_dir), sink="noop"),
             ]
             print("  where the time goes ...", flush=True)
-            (
-                facts["task_setup_ms"],
-                facts["task_setup_released_ms"],
-                facts["zip_importers"],
-            ) = worker_task_setup(spark)
             facts["decode_s"], facts["decode_events"] = decode_cost(server.uri)
         finally:
             spark.stop()
@@ -752,14 +671,6 @@ def _where_the_time_goes(
         f"- Python in every task: {tasks_tm:.0f} tasks per tidemark query (the source's reads, "
         "one per segment, the first also carrying the watermark row, and the window function's "
         f"stateful tasks of both batches), {tasks_file:.0f} per file query, which run no Python. "
-        "At the start of every Python task PySpark's worker calls `importlib.invalidate_caches()` "
-        "(`worker_util.setup_spark_files`), and on Python 3.11 each zip importer cached in the "
-        "worker then rereads its archive's directory. Measured in this session's workers with the "
-        f"{facts['zip_importers']} importers of Spark's archives (`pyspark.zip`, py4j's zip, the "
-        "spark-core jar) that PySpark's imports leave: "
-        f"{facts['task_setup_ms']:.0f} ms per task; after "
-        "`spark_adapter.worker_imports.release_archive_importers()`, which every tidemark task "
-        f"calls when it starts: {facts['task_setup_released_ms']:.2f} ms (medians).",
         f"- The adapter's own per-event work, building rows (frames and checksums, UTF-8, a JSON "
         "parse for `ts`, Arrow batches; `spark_adapter.reading._Rows`), timed in this process on "
         f"the same stored events: {per_event_us:.1f} µs per event, "

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from connector.client.connection import StoreClient
@@ -39,9 +40,8 @@ from spark_adapter.planning import (
     ranges_between,
 )
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
-from spark_adapter.worker_imports import release_archive_importers
 
-try:  # orjson comes with apache-beam (a dependency of apache-flink); json is the fallback
+try:  # orjson comes with tidemark[spark]; json is the fallback
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover
     _loads = json.loads
@@ -111,7 +111,6 @@ class _Reading:
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
         """Reads the partition's ranges and yields Arrow record batches of rows."""
-        release_archive_importers()
         arrow_schema = _arrow_schema(self._schema)
         if partition.watermark_row:
             yield pa.RecordBatch.from_pylist(
@@ -385,16 +384,12 @@ def _watermark_row(watermark: int | None) -> dict[str, Any]:
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow form of the source schema (timestamps in microseconds, UTC)."""
-    types = {
-        "StringType()": pa.string(),
-        "BinaryType()": pa.binary(),
-        "LongType()": pa.int64(),
-        "TimestampType()": pa.timestamp("us", tz="UTC"),
-    }
-    return pa.schema(
-        [pa.field(f.name, types[repr(f.dataType)], nullable=True) for f in schema.fields]
-    )
+    """The Arrow form of the source schema, exactly as PySpark checks a task's batches against.
+
+    PySpark's own conversion (timestamps in microseconds, UTC; nullability as
+    declared), so the batches match whatever the installed PySpark expects.
+    """
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def _lineage_chains(
