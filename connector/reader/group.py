@@ -20,7 +20,7 @@ from connector.errors import FailedPreconditionError, InvalidArgumentError, Tide
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
 from connector.reader.group_state import GroupState, group_watermark, stream_cut
-from connector.reader.lineage import ancestors, describe_streams
+from connector.reader.planning import StartPosition, start_state
 
 __all__ = [
     "GroupRecord",
@@ -30,8 +30,8 @@ __all__ = [
     "StartAt",
 ]
 
-#: Where a group starts: the streams' heads, their tails, or an explicit cut.
-StartAt = Literal["head", "tail"] | Mapping[str, int]
+#: Where a group starts: a StartPosition, or the words and cuts StartPosition.of takes.
+StartAt = StartPosition | Literal["earliest", "latest", "head", "tail"] | Mapping[str, int]
 
 _CAS_ATTEMPTS = 200
 
@@ -142,35 +142,8 @@ def initial_state(
     start: StartAt,
     end: Mapping[str, int] | None = None,
 ) -> GroupState:
-    """The state of a group starting at ``start``: head, tail or an explicit cut."""
-    descriptions = describe_streams(client, streams)
-    by_name = {s.segment: s for d in descriptions for s in d.segments}
-    if start == "head":
-        cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
-        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    elif start == "tail":
-        infos = [client.segment_info(s.segment) for d in descriptions for s in d.open_segments]
-        cut = {i.segment: i.write_offset for i in infos}
-        watermarks = {i.segment: i.watermark for i in infos}
-    elif isinstance(start, Mapping):
-        unknown = sorted(set(start) - set(by_name))
-        if unknown:
-            msg = f"start cut names segments {unknown!r} that are not in streams {list(streams)!r}"
-            raise InvalidArgumentError(msg)
-        cut = dict(start)
-        # Pessimistic but safe: the creation time (PDP 26, "Reader Group Manager").
-        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    else:
-        msg = f"start must be 'head', 'tail' or a stream cut mapping, got {start!r}"
-        raise InvalidArgumentError(msg)
-    bounded_to = None
-    if end is not None:
-        unknown = sorted(set(end) - set(by_name))
-        if unknown:
-            msg = f"end cut names segments {unknown!r} that are not in streams {list(streams)!r}"
-            raise InvalidArgumentError(msg)
-        bounded_to = set(end) | ancestors(by_name, end)
-    return GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
+    """The state of a group starting at ``start``: see :func:`planning.start_state`."""
+    return start_state(client, streams, start, end)
 
 
 class ReaderGroup:

@@ -24,6 +24,7 @@ from connector.reader.group_state import (
     finish,
     group_watermark,
     unassigned_oldest_first,
+    watermark_after,
 )
 from connector.reader.lineage import successors_of
 
@@ -74,9 +75,9 @@ class _SegmentInput:
     def take(self) -> Frame:
         frame = self.frames.popleft()
         self.consumed_offset = frame.end
-        # Later frames were ingested at or after this one: time - 1 is a valid watermark.
-        after = self.buffer_watermark if not self.frames else frame.ingestion_time - 1
-        self.consumed_watermark = max(self.consumed_watermark, after)
+        after = watermark_after(self.buffer_watermark, frame.ingestion_time, not self.frames)
+        if after is not None:
+            self.consumed_watermark = max(self.consumed_watermark, after)
         return frame
 
 
