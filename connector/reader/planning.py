@@ -83,6 +83,9 @@ READ_CHUNK_BYTES = 4 * 1024 * 1024
 class StartPosition:
     """Where a read starts: the streams' heads, their tails, or an explicit stream cut.
 
+    (A bounded read's end is said in the same words: the Spark adapter's
+    ``endingStreamCut`` is a StartPosition too.)
+
     Build one with :meth:`earliest`, :meth:`latest` or :meth:`offsets` (the
     style of PyFlink's ``KafkaOffsetsInitializer``); :meth:`of` also takes
     the words ``"earliest"``/``"head"``, ``"latest"``/``"tail"`` and a cut
@@ -144,9 +147,23 @@ class StartPosition:
         msg = f"start must be 'earliest', 'latest' or a stream cut mapping, got {value!r}"
         raise InvalidArgumentError(msg)
 
+    @property
+    def is_earliest(self) -> bool:
+        """Whether this is the head of every stream."""
+        return self.kind == "earliest"
+
+    @property
+    def is_latest(self) -> bool:
+        """Whether this is the tail of every open segment, taken when the read is planned."""
+        return self.kind == "latest"
+
     def as_dict(self) -> dict[str, int]:
         """The cut as ``{segment: offset}`` (empty unless ``kind`` is ``"offsets"``)."""
         return dict(self.cut)
+
+    def to_json(self) -> str:
+        """``"earliest"``, ``"latest"`` or the cut's JSON, ``{"scope/stream/N": offset}``."""
+        return json.dumps(self.as_dict(), sort_keys=True) if self.cut else self.kind
 
     def __repr__(self) -> str:
         if self.kind == "offsets":
