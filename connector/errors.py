@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "ClosedError",
     "FailedPreconditionError",
     "InvalidArgumentError",
     "NotFoundError",
@@ -36,6 +37,10 @@ class AlreadyExistsError(TidemarkError):
 
 class FailedPreconditionError(TidemarkError):
     """The request is well formed but the store's state does not allow it."""
+
+
+class ClosedError(FailedPreconditionError):
+    """A reader, writer or client was used after it was closed."""
 
 
 class SegmentSealedError(FailedPreconditionError):

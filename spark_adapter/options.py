@@ -14,12 +14,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from connector.client.connection import parse_uri
 from connector.errors import InvalidArgumentError, TidemarkError
 from connector.names import SegmentId, StreamId
 from connector.reader.events import ReaderConfig, TimeDomain
+from connector.reader.planning import StartPosition
 from connector.reader.timestamps import (
     FieldTimestampAssigner,
     IngestionTimeAssigner,
@@ -31,6 +32,7 @@ __all__ = [
     "DESERIALIZERS",
     "SinkOptions",
     "StreamCut",
+    "parse_stream_cut",
     "TidemarkOptions",
     "parse_interval_ms",
 ]
@@ -111,69 +113,41 @@ def parse_interval_ms(text: str, option: str = "interval") -> int:
 # --- stream cuts --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StreamCut:
-    """Where a read starts or ends: ``earliest``, ``latest``, or an offset per segment.
+#: Where a read starts or a bounded read ends: the reader core's one vocabulary.
+StreamCut = StartPosition
 
-    A plain value: ``position`` is ``"earliest"``, ``"latest"`` or
-    ``"offsets"``; for ``"offsets"``, ``offsets`` holds ``(segment, byte
-    offset)`` pairs sorted by segment name. ``to_json()`` gives back the JSON
-    form the options take, ``{"scope/stream/N": offset, ...}``.
+
+def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> StartPosition:
+    """Parses ``earliest``, ``latest`` or a cut's JSON over segments of ``streams``.
+
+    Raises:
+        InvalidArgumentError: naming ``option`` and the bad value: malformed
+            JSON, a bad segment name, a segment of a stream not read, a
+            stream with no segment in the cut, or an offset that is not an
+            integer >= 0.
     """
-
-    position: Literal["earliest", "latest", "offsets"]
-    offsets: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def parse(cls, text: str, option: str, streams: tuple[StreamId, ...]) -> StreamCut:
-        """Parses ``earliest``, ``latest`` or a cut's JSON over segments of ``streams``.
-
-        Raises:
-            InvalidArgumentError: naming ``option`` and the bad value: malformed
-                JSON, a bad segment name, a segment of a stream not read, a
-                stream with no segment in the cut, or an offset that is not an
-                integer >= 0.
-        """
-        word = text.strip().lower() if isinstance(text, str) else ""
-        if word in ("earliest", "latest"):
-            return cls(word)  # type: ignore[arg-type]
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError):
-            value = None
-        if not isinstance(value, dict) or not value:
-            msg = (
-                f"option {option!r} is {text!r}: expected 'earliest', 'latest' or a JSON object "
-                "mapping segments to byte offsets, such as '{\"scope/stream/0\": 1024}'"
-            )
-            raise InvalidArgumentError(msg)
-        offsets = tuple(
-            sorted(_cut_entry(option, name, offset, streams) for name, offset in value.items())
+    word = text.strip().lower() if isinstance(text, str) else ""
+    if word == "earliest":
+        return StartPosition.earliest()
+    if word == "latest":
+        return StartPosition.latest()
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, dict) or not value:
+        msg = (
+            f"option {option!r} is {text!r}: expected 'earliest', 'latest' or a JSON object "
+            "mapping segments to byte offsets, such as '{\"scope/stream/0\": 1024}'"
         )
-        named = {SegmentId.parse(name).stream_id for name, _ in offsets}
-        for stream in streams:
-            if stream not in named:
-                msg = f"option {option!r} names no segment of stream {str(stream)!r}: {text!r}"
-                raise InvalidArgumentError(msg)
-        return cls("offsets", offsets)
-
-    @property
-    def is_earliest(self) -> bool:
-        """Whether the cut is the head of every stream."""
-        return self.position == "earliest"
-
-    @property
-    def is_latest(self) -> bool:
-        """Whether the cut is the tail of every stream, taken when the read is planned."""
-        return self.position == "latest"
-
-    def as_dict(self) -> dict[str, int]:
-        """Segment name to byte offset; empty for ``earliest`` and ``latest``."""
-        return dict(self.offsets)
-
-    def to_json(self) -> str:
-        """The option's text for this cut."""
-        return json.dumps(self.as_dict(), sort_keys=True) if self.offsets else self.position
+        raise InvalidArgumentError(msg)
+    offsets = dict(_cut_entry(option, name, offset, streams) for name, offset in value.items())
+    named = {SegmentId.parse(name).stream_id for name in offsets}
+    for stream in streams:
+        if stream not in named:
+            msg = f"option {option!r} names no segment of stream {str(stream)!r}: {text!r}"
+            raise InvalidArgumentError(msg)
+    return StartPosition.offsets(offsets)
 
 
 def _cut_entry(
@@ -303,7 +277,7 @@ class TidemarkOptions:
     max_event_time_lag_ms: int = 0
     timestamp_field: str | None = None
     timestamp_assigner: str | None = None
-    starting_stream_cut: StreamCut = field(default_factory=lambda: StreamCut("earliest"))
+    starting_stream_cut: StreamCut = field(default_factory=StartPosition.earliest)
     ending_stream_cut: StreamCut | None = None
     max_events_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
@@ -343,12 +317,12 @@ class TidemarkOptions:
             max_event_time_lag_ms=lag,
             timestamp_field=field_name,
             timestamp_assigner=assigner,
-            starting_stream_cut=StreamCut.parse(
+            starting_stream_cut=parse_stream_cut(
                 found.get("startingStreamCut", "earliest"), "startingStreamCut", streams
             ),
             ending_stream_cut=None
             if ending is None
-            else StreamCut.parse(ending, "endingStreamCut", streams),
+            else parse_stream_cut(ending, "endingStreamCut", streams),
             max_events_per_trigger=_positive_int(found, "maxEventsPerTrigger"),
             max_bytes_per_trigger=_positive_int(found, "maxBytesPerTrigger"),
             deserializer=deserializer,
@@ -369,7 +343,7 @@ class TidemarkOptions:
                 raise InvalidArgumentError(msg)
         if self.ending_stream_cut is not None:
             return self
-        return replace(self, ending_stream_cut=StreamCut("latest"))
+        return replace(self, ending_stream_cut=StartPosition.latest())
 
     def for_stream(self) -> TidemarkOptions:
         """These options for a streaming read.

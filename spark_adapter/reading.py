@@ -23,22 +23,20 @@ from pyspark.sql.types import StructType
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.framing import FrameColumns, decode_columns
-from connector.reader.events import TimeDomain
+from connector.reader.planning import (
+    Frontier,
+    SegmentRange,
+    lineage_chains,
+    ranges_between,
+    read_range,
+)
 from connector.reader.timestamps import (
     FieldTimestampAssigner,
     IngestionTimeAssigner,
     TimestampAssigner,
 )
 from spark_adapter.options import TidemarkOptions
-from spark_adapter.planning import (
-    SegmentRange,
-    SourceOffset,
-    initial_offset,
-    latest_offset,
-    limited_offset,
-    offset_at_cut,
-    ranges_between,
-)
+from spark_adapter.planning import batch_end, frontier_of, next_end, offset_of, start
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
 try:  # orjson comes with tidemark[spark]; json is the fallback
@@ -48,7 +46,6 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["TidemarkBatchReader", "TidemarkStreamReader", "batch_reader", "stream_reader"]
 
-_READ_BYTES = 4 * 1024 * 1024
 _ROWS_PER_BATCH = 8192
 
 
@@ -86,19 +83,12 @@ class _Reading:
             self._client = StoreClient(self._options.uri)
         return self._client
 
-    @property
-    def _lag(self) -> int | None:
-        """The lag in ms, or None in the processing-time domain (no watermarks)."""
-        if self._options.time_domain is TimeDomain.INGESTION_TIME:
-            return self._options.max_event_time_lag_ms
-        return None
-
     def _partitions(
-        self, start: SourceOffset, end: SourceOffset, watermark_row: bool
+        self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
-        chains = _lineage_chains(self._store, ranges_between(start, end))
+        chains = lineage_chains(self._store, ranges_between(begin, end))
         rose = end.watermark is not None and (
-            start.watermark is None or end.watermark > start.watermark
+            begin.watermark is None or end.watermark > begin.watermark
         )
         wants_row = watermark_row and rose
         if not chains:
@@ -122,15 +112,8 @@ class _Reading:
         try:
             rows = _Rows(self._options, partition.watermark)
             for segment_range in partition.ranges:
-                offset = segment_range.start
-                while offset < segment_range.stop:
-                    result = client.read(
-                        segment_range.segment,
-                        offset,
-                        max_bytes=min(_READ_BYTES, segment_range.stop - offset),
-                    )
+                for result in read_range(client, segment_range):
                     rows.add(segment_range.segment, result.data, result.offset)
-                    offset = result.next_offset
                     if rows.size >= _ROWS_PER_BATCH:
                         yield rows.flush(arrow_schema)
             if rows.size:
@@ -140,12 +123,12 @@ class _Reading:
 
 
 class TidemarkStreamReader(_Reading, DataSourceStreamReader):
-    """Micro-batches of a ``tidemark`` stream; offsets are :class:`SourceOffset` dicts."""
+    """Micro-batches of a ``tidemark`` stream; offsets are core frontiers as dicts."""
 
     def __init__(self, options: TidemarkOptions, schema: StructType):
         super().__init__(options, schema)
-        self._start: SourceOffset | None = None
-        self._frontier: SourceOffset | None = None
+        self._start: Frontier | None = None
+        self._frontier: Frontier | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -153,12 +136,10 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         state["_frontier"] = None
         return state
 
-    def _initial(self) -> SourceOffset:
-        """``startingStreamCut`` as an offset, computed once (``latest`` would move)."""
+    def _initial(self) -> Frontier:
+        """``startingStreamCut`` as a frontier, computed once (``latest`` would move)."""
         if self._start is None:
-            cut = self._options.starting_stream_cut
-            start = cut.as_dict() if cut.position == "offsets" else cut.position
-            self._start = initial_offset(self._store, self._options.streams, start, self._lag)
+            self._start = start(self._store, self._options)
         return self._start
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
@@ -167,10 +148,10 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         Spark asks a new query's ``latestOffset`` first and this after, so
         this never moves the frontier back: both start from one offset.
         """
-        start = self._initial()
+        begin = self._initial()
         if self._frontier is None:
-            self._frontier = start
-        return start.to_dict()
+            self._frontier = begin
+        return offset_of(begin)
 
     def latestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """The end of the next micro-batch: everything now, or what the trigger limits allow.
@@ -179,33 +160,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         new query, or after a restart the last offset in Spark's checkpoint
         (Spark passes it through ``partitions(latest, latest)``).
         """
-        options = self._options
         if self._frontier is None:  # a new query: Spark asks this before initialOffset
             self._frontier = self._initial()
-        limited = (
-            options.max_events_per_trigger is not None or options.max_bytes_per_trigger is not None
-        )
-        if limited:
-            end = limited_offset(
-                self._store,
-                options.streams,
-                self._frontier,
-                self._lag,
-                options.max_events_per_trigger,
-                options.max_bytes_per_trigger,
-            )
-        else:
-            end = latest_offset(self._store, options.streams, self._frontier, self._lag)
-        self._frontier = end
-        return end.to_dict()
+        self._frontier = next_end(self._store, self._options, self._frontier)
+        return offset_of(self._frontier)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""
-        end_offset = SourceOffset.from_dict(end)
+        end_frontier = frontier_of(end)
         if self._frontier is None:
             # A restarted query: Spark's setLatestSeenOffset calls partitions(latest, latest).
-            self._frontier = end_offset
-        return self._partitions(SourceOffset.from_dict(start), end_offset, watermark_row=True)
+            self._frontier = end_frontier
+        return self._partitions(frontier_of(start), end_frontier, watermark_row=True)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: positions live in Spark's checkpoint."""
@@ -222,16 +188,9 @@ class TidemarkBatchReader(_Reading, DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """One task per lineage chain of segments."""
-        options = self._options
-        cut = options.starting_stream_cut
-        start_at = cut.as_dict() if cut.position == "offsets" else cut.position
-        start = initial_offset(self._store, options.streams, start_at, self._lag)
-        ending = options.ending_stream_cut
-        if ending is not None and ending.position == "offsets":
-            end = offset_at_cut(self._store, options.streams, ending.as_dict(), self._lag)
-        else:
-            end = latest_offset(self._store, options.streams, start, self._lag)
-        return self._partitions(start, end, watermark_row=False)
+        begin = start(self._store, self._options)
+        end = batch_end(self._store, self._options, begin)
+        return self._partitions(begin, end, watermark_row=False)
 
 
 def batch_reader(options: TidemarkOptions, schema: StructType) -> DataSourceReader:
@@ -390,31 +349,3 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
     declared), so the batches match whatever the installed PySpark expects.
     """
     return to_arrow_schema(schema, timezone="UTC")
-
-
-def _lineage_chains(
-    client: StoreClient, ranges: Sequence[SegmentRange]
-) -> list[list[SegmentRange]]:
-    """Groups ranges so a successor is read after its predecessors, in one task."""
-    if not ranges:
-        return []
-    parent = {r.segment: r.segment for r in ranges}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            name = parent[name]
-        return name
-
-    streams = {r.segment.rsplit("/", 1)[0] for r in ranges}
-    for stream in streams:
-        scope, name = stream.split("/")
-        for description in client.describe_stream(scope, name).segments:
-            if description.segment not in parent:
-                continue
-            for predecessor in description.predecessors:
-                if predecessor in parent:
-                    parent[root(description.segment)] = root(predecessor)
-    chains: dict[str, list[SegmentRange]] = {}
-    for segment_range in ranges:  # ranges come ordered by segment number
-        chains.setdefault(root(segment_range.segment), []).append(segment_range)
-    return list(chains.values())

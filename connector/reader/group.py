@@ -1,26 +1,40 @@
 """Reader groups whose state lives in the store.
 
-A group's record (its :class:`GroupState`, which reader holds which segment,
-reader leases, a pending checkpoint) is one durable value in the store,
-updated with compare-and-set on its revision, so concurrent readers never
-lose each other's updates. Leases run on the store's clock.
+A group's record (:class:`~connector.reader.GroupRecord`: its
+:class:`GroupState`, which reader holds which segment, reader leases, a
+pending checkpoint) is one durable value in the store, updated with
+compare-and-set on its revision, so concurrent readers never lose each
+other's updates. The rules that change it are the pure functions of
+:mod:`connector.reader.membership`; leases run on the store's clock.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from connector.client.connection import StoreClient
 from connector.client.serializers import Serializer
-from connector.errors import FailedPreconditionError, InvalidArgumentError, TidemarkError
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+)
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
-from connector.reader.group_state import GroupState, group_watermark, stream_cut
-from connector.reader.lineage import ancestors, describe_streams
+from connector.reader.group_state import group_watermark
+from connector.reader.membership import (
+    GroupRecord,
+    ReaderGroupResetError,
+    cancel_checkpoint,
+    complete_checkpoint,
+    request_checkpoint,
+    reset,
+)
+from connector.reader.planning import StartPosition, start_state
+from connector.reader.reader import EventReader
 
 __all__ = [
     "GroupRecord",
@@ -30,63 +44,12 @@ __all__ = [
     "StartAt",
 ]
 
-#: Where a group starts: the streams' heads, their tails, or an explicit cut.
-StartAt = Literal["head", "tail"] | Mapping[str, int]
+T = TypeVar("T")
+
+#: Where a group starts: a StartPosition, or the words and cuts StartPosition.of takes.
+StartAt = StartPosition | Literal["earliest", "latest", "head", "tail"] | Mapping[str, int]
 
 _CAS_ATTEMPTS = 200
-
-
-class ReaderGroupResetError(TidemarkError):
-    """The group was reset or deleted; readers from before must be recreated."""
-
-
-@dataclass(frozen=True)
-class GroupRecord:
-    """Everything a group shares, stored as one JSON value."""
-
-    streams: tuple[str, ...]
-    generation: int
-    state: GroupState
-    assignments: Mapping[str, str] = field(default_factory=dict)
-    leases: Mapping[str, int] = field(default_factory=dict)
-    checkpoint: str | None = None
-    checkpoint_pending: frozenset[str] = frozenset()
-    checkpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-
-    def to_json(self) -> bytes:
-        """The stored form."""
-        return json.dumps(
-            {
-                "streams": list(self.streams),
-                "generation": self.generation,
-                "state": self.state.to_dict(),
-                "assignments": dict(self.assignments),
-                "leases": dict(self.leases),
-                "checkpoint": self.checkpoint,
-                "checkpoint_pending": sorted(self.checkpoint_pending),
-                "checkpoints": {k: dict(v) for k, v in self.checkpoints.items()},
-            },
-            sort_keys=True,
-        ).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> GroupRecord:
-        """Reads :meth:`to_json`'s output."""
-        raw = json.loads(data)
-        return cls(
-            streams=tuple(raw["streams"]),
-            generation=raw["generation"],
-            state=GroupState.from_dict(raw["state"]),
-            assignments=raw["assignments"],
-            leases=raw["leases"],
-            checkpoint=raw["checkpoint"],
-            checkpoint_pending=frozenset(raw["checkpoint_pending"]),
-            checkpoints=raw["checkpoints"],
-        )
-
-    def segments_of(self, reader_id: str) -> list[str]:
-        """The segments ``reader_id`` holds."""
-        return sorted(s for s, r in self.assignments.items() if r == reader_id)
 
 
 def _state_key(scope: str, group: str) -> str:
@@ -104,13 +67,16 @@ class ReaderGroupManager:
         scope: str,
         group: str,
         streams: Sequence[str],
-        start: StartAt = "head",
+        start: StartAt = "earliest",
         end: Mapping[str, int] | None = None,
     ) -> ReaderGroup:
-        """Creates ``scope/group`` reading ``streams`` from ``start`` up to ``end``.
+        """Creates ``scope/group`` reading ``streams`` from ``start`` up to stream cut ``end``.
 
         Raises:
-            AlreadyExistsError-like FailedPreconditionError: the group exists.
+            AlreadyExistsError: the group exists.
+            InvalidArgumentError: a bad name, no stream, or a cut naming a
+                segment the streams do not have.
+            NotFoundError: a stream does not exist.
         """
         validate_name("scope", scope)
         validate_name("reader group", group)
@@ -118,59 +84,31 @@ class ReaderGroupManager:
             msg = f"reader group {group!r} needs at least one stream"
             raise InvalidArgumentError(msg)
         names = tuple(str(StreamId.parse(s)) for s in streams)
-        record = GroupRecord(names, 1, initial_state(self._client, names, start, end))
-        key = _state_key(scope, group)
-        written, _ = self._client.compare_and_set_state(key, 0, record.to_json())
+        record = GroupRecord(names, 1, start_state(self._client, names, start, end))
+        written, _ = self._client.compare_and_set_state(
+            _state_key(scope, group), 0, record.to_json()
+        )
         if not written:
             msg = f"reader group {scope}/{group} already exists"
-            raise FailedPreconditionError(msg)
+            raise AlreadyExistsError(msg)
         return ReaderGroup(self._client, scope, group)
 
     def get_reader_group(self, scope: str, group: str) -> ReaderGroup:
-        """Opens an existing group; raises NotFoundError-like FailedPreconditionError if absent."""
+        """Opens an existing group.
+
+        Raises:
+            NotFoundError: there is no group ``scope/group``.
+        """
         handle = ReaderGroup(self._client, scope, group)
-        handle.record()
+        try:
+            handle.record()
+        except ReaderGroupResetError:
+            msg = f"reader group {scope}/{group} does not exist"
+            raise NotFoundError(msg) from None
         return handle
 
     def __repr__(self) -> str:
         return f"ReaderGroupManager({self._client!r})"
-
-
-def initial_state(
-    client: StoreClient,
-    streams: Sequence[str],
-    start: StartAt,
-    end: Mapping[str, int] | None = None,
-) -> GroupState:
-    """The state of a group starting at ``start``: head, tail or an explicit cut."""
-    descriptions = describe_streams(client, streams)
-    by_name = {s.segment: s for d in descriptions for s in d.segments}
-    if start == "head":
-        cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
-        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    elif start == "tail":
-        infos = [client.segment_info(s.segment) for d in descriptions for s in d.open_segments]
-        cut = {i.segment: i.write_offset for i in infos}
-        watermarks = {i.segment: i.watermark for i in infos}
-    elif isinstance(start, Mapping):
-        unknown = sorted(set(start) - set(by_name))
-        if unknown:
-            msg = f"start cut names segments {unknown!r} that are not in streams {list(streams)!r}"
-            raise InvalidArgumentError(msg)
-        cut = dict(start)
-        # Pessimistic but safe: the creation time (PDP 26, "Reader Group Manager").
-        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    else:
-        msg = f"start must be 'head', 'tail' or a stream cut mapping, got {start!r}"
-        raise InvalidArgumentError(msg)
-    bounded_to = None
-    if end is not None:
-        unknown = sorted(set(end) - set(by_name))
-        if unknown:
-            msg = f"end cut names segments {unknown!r} that are not in streams {list(streams)!r}"
-            raise InvalidArgumentError(msg)
-        bounded_to = set(end) | ancestors(by_name, end)
-    return GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
 
 
 class ReaderGroup:
@@ -182,8 +120,17 @@ class ReaderGroup:
         self.name = group
         self._key = _state_key(scope, group)
 
+    @property
+    def client(self) -> StoreClient:
+        """The store client this handle (and the readers it creates) use."""
+        return self._client
+
     def record(self) -> GroupRecord:
-        """The group's record as stored now."""
+        """The group's record as stored now.
+
+        Raises:
+            ReaderGroupResetError: the group does not exist (or no longer).
+        """
         value = self._client.get_state(self._key)
         if value.revision == 0:
             msg = f"reader group {self.scope}/{self.name} does not exist"
@@ -195,6 +142,10 @@ class ReaderGroup:
 
         ``change`` may run several times (on concurrent updates) and must be pure.
         When it changes nothing, nothing is written.
+
+        Raises:
+            ReaderGroupResetError: the group does not exist (or no longer).
+            FailedPreconditionError: too many concurrent updates in a row.
         """
         for _ in range(_CAS_ATTEMPTS):
             current = self._client.get_state(self._key)
@@ -216,15 +167,13 @@ class ReaderGroup:
     def create_reader(
         self,
         reader_id: str,
-        serializer: Serializer[Any],
+        serializer: Serializer[T],
         config: ReaderConfig | None = None,
         *,
         lease_ms: int = 30_000,
         sync_interval_ms: int = 100,
-    ) -> Any:
+    ) -> EventReader[T]:
         """A reader joining this group under ``reader_id``; see :class:`EventReader`."""
-        from connector.reader.reader import EventReader
-
         return EventReader(
             self,
             reader_id,
@@ -244,15 +193,12 @@ class ReaderGroup:
         Every event before the cut was returned by some reader before that
         reader acknowledged the checkpoint; none after it was. Blocks up to
         ``timeout_s``; readers acknowledge while they read.
+
+        Raises:
+            FailedPreconditionError: another checkpoint is in progress, or
+                the readers did not all acknowledge within ``timeout_s``.
         """
-
-        def request(record: GroupRecord, _now: int) -> GroupRecord:
-            if record.checkpoint is not None:
-                msg = f"checkpoint {record.checkpoint!r} is still in progress"
-                raise FailedPreconditionError(msg)
-            return replace(record, checkpoint=name, checkpoint_pending=frozenset(record.leases))
-
-        self.update(request)
+        self.update(lambda r, now: request_checkpoint(r, name, now))
         deadline = time.monotonic() + timeout_s
         while True:
             record = self.record()
@@ -260,38 +206,25 @@ class ReaderGroup:
                 break
             time.sleep(0.01)
         if record.checkpoint_pending:
-            self.update(lambda r, _now: replace(r, checkpoint=None, checkpoint_pending=frozenset()))
+            self.update(cancel_checkpoint)
             msg = (
                 f"checkpoint {name!r} timed out after {timeout_s}s waiting for readers "
                 f"{sorted(record.checkpoint_pending)!r}"
             )
             raise FailedPreconditionError(msg)
-
-        def complete(record: GroupRecord, _now: int) -> GroupRecord:
-            cut = stream_cut(record.state)
-            return replace(
-                record,
-                checkpoint=None,
-                checkpoint_pending=frozenset(),
-                checkpoints={**record.checkpoints, name: cut},
-            )
-
-        return dict(self.update(complete).checkpoints[name])
+        completed = self.update(lambda r, now: complete_checkpoint(r, name, now))
+        return dict(completed.checkpoints[name])
 
     def reset_to(self, cut: StartAt) -> None:
-        """Restarts the group from ``cut`` (a checkpoint's cut, head or tail).
+        """Restarts the group from ``cut`` (a checkpoint's cut, or a start position).
 
         Readers created before the reset fail with ReaderGroupResetError on
         their next read: their watermarks stay ascending, new readers start a
         new sequence.
         """
         record = self.record()
-        state = initial_state(self._client, record.streams, cut, record.state.end_cut)
-        self.update(
-            lambda r, _now: GroupRecord(
-                r.streams, r.generation + 1, state, checkpoints=r.checkpoints
-            )
-        )
+        state = start_state(self._client, record.streams, cut, record.state.end_cut)
+        self.update(lambda r, now: reset(r, state, now))
 
     def __repr__(self) -> str:
         return f"ReaderGroup({self.scope!r}, {self.name!r})"

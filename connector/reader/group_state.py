@@ -40,6 +40,7 @@ __all__ = [
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
+    "watermark_after",
 ]
 
 
@@ -200,6 +201,24 @@ def emitted_watermark(group_wm: int, lag_ms: int, last_emitted: int | None) -> i
     if last_emitted is not None and candidate <= last_emitted:
         return None
     return candidate
+
+
+def watermark_after(
+    read_watermark: int, last_taken_ingestion_time: int | None, took_all: bool
+) -> int | None:
+    """The segment watermark that holds after taking events from one store read.
+
+    When every event the read returned was taken (or it returned none), the
+    read's own watermark holds. Otherwise the segment's events are ingested
+    in order, so the last taken event's ingestion time - 1 is safe: no event
+    after it was ingested at or before that. None when nothing was taken and
+    events remain: the watermark stays where it was.
+    """
+    if took_all:
+        return read_watermark
+    if last_taken_ingestion_time is None:
+        return None
+    return last_taken_ingestion_time - 1
 
 
 def advance(state: GroupState, segment: str, offset: int, watermark: int) -> GroupState:

@@ -6,35 +6,34 @@ import collections
 import logging
 import math
 import time
-from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from connector.client.serializers import Serializer
-from connector.errors import InvalidArgumentError
+from connector.errors import ClosedError, InvalidArgumentError
 from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
-from connector.reader.events import EventRead, Position, ReaderConfig, TimeDomain
-from connector.reader.group import GroupRecord, ReaderGroupResetError
+from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
 from connector.reader.group_state import (
     GroupState,
-    advance,
     emitted_watermark,
-    finish,
     group_watermark,
-    unassigned_oldest_first,
+    watermark_after,
 )
 from connector.reader.lineage import successors_of
-
-if TYPE_CHECKING:
-    from connector.reader.group import ReaderGroup
+from connector.reader.membership import (
+    GroupHandle,
+    GroupRecord,
+    ReaderGroupResetError,
+    leave,
+    sync,
+)
+from connector.reader.planning import READ_CHUNK_BYTES
 
 __all__ = ["EventReader"]
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
-_MAX_READ_BYTES = 4 * 1024 * 1024
 
 
 class _SegmentInput:
@@ -74,9 +73,9 @@ class _SegmentInput:
     def take(self) -> Frame:
         frame = self.frames.popleft()
         self.consumed_offset = frame.end
-        # Later frames were ingested at or after this one: time - 1 is a valid watermark.
-        after = self.buffer_watermark if not self.frames else frame.ingestion_time - 1
-        self.consumed_watermark = max(self.consumed_watermark, after)
+        after = watermark_after(self.buffer_watermark, frame.ingestion_time, not self.frames)
+        if after is not None:
+            self.consumed_watermark = max(self.consumed_watermark, after)
         return frame
 
 
@@ -96,7 +95,7 @@ class EventReader(Generic[T]):
 
     def __init__(
         self,
-        group: ReaderGroup,
+        group: GroupHandle,
         reader_id: str,
         serializer: Serializer[T],
         config: ReaderConfig,
@@ -110,7 +109,7 @@ class EventReader(Generic[T]):
         self.reader_id = reader_id
         self.config = config
         self._group = group
-        self._client = group._client
+        self._client = group.client
         self._serializer = serializer
         self._lease_ms = lease_ms
         self._sync_interval_s = sync_interval_ms / 1000
@@ -121,7 +120,8 @@ class EventReader(Generic[T]):
         self._last_sync = -math.inf
         self._last_emitted: int | None = None
         self._watermarks_seen: dict[str, int] | None = None  # inputs of the last emission check
-        self._closed = False
+        self._closed = False  # no more reads
+        self._left = False  # the group no longer lists this reader
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tidemark-{reader_id}")
         self._sync()
 
@@ -132,11 +132,16 @@ class EventReader(Generic[T]):
 
         Blocks up to ``timeout_ms`` (default: the config's read timeout).
         Returns None at once when the group has read everything (a bounded
-        group, or sealed streams), after a final END_OF_TIME watermark.
+        group, or sealed streams), after a final END_OF_TIME watermark;
+        :attr:`is_finished` then tells that None from a timeout.
+
+        Raises:
+            ClosedError: the reader is closed.
+            ReaderGroupResetError: the group was reset or deleted.
         """
         if self._closed:
             msg = f"reader {self.reader_id!r} is closed"
-            raise InvalidArgumentError(msg)
+            raise ClosedError(msg)
         timeout_s = (self.config.read_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = time.monotonic() + timeout_s
         while True:
@@ -159,6 +164,23 @@ class EventReader(Generic[T]):
             self._wait_for_reads(min(remaining, self._sync_interval_s))
 
     @property
+    def is_finished(self) -> bool:
+        """Whether the group has read everything and this reader returned all it will.
+
+        True once every segment of the group is finished (a bounded group
+        reached its end cut, or the streams are sealed and read) and, in the
+        ingestion-time domain, the final END_OF_TIME watermark was returned:
+        from then on :meth:`read_next_event` returns None at once. A None
+        while this is False was a timeout.
+        """
+        if not self._state.is_done:
+            return False
+        return (
+            self.config.time_domain is not TimeDomain.INGESTION_TIME
+            or self._last_emitted == END_OF_TIME
+        )
+
+    @property
     def last_watermark(self) -> int | None:
         """The last watermark this reader returned."""
         return self._last_emitted
@@ -171,31 +193,27 @@ class EventReader(Generic[T]):
     def close(self) -> None:
         """Reports positions, gives its segments back and leaves the group.
 
-        Closing twice is harmless.
+        No read is possible once close is called. When the store cannot be
+        reached, close raises and may be called again: the reader leaves
+        the group only once an update of the group succeeded (or the group
+        was reset or deleted meanwhile). Closing a closed reader is harmless.
+
+        Raises:
+            StoreUnavailableError: the store could not be reached; call again.
         """
-        if self._closed:
+        if self._left:
             return
         self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         positions = self._positions()
-        me = self.reader_id
-
-        def leave(record: GroupRecord, _now: int) -> GroupRecord:
-            if record.generation != self._generation:
-                return record
-            state = _report(record, me, positions)
-            return replace(
-                record,
-                state=state,
-                assignments={s: r for s, r in record.assignments.items() if r != me},
-                leases={r: t for r, t in record.leases.items() if r != me},
-                checkpoint_pending=record.checkpoint_pending - {me},
-            )
-
+        me, generation = self.reader_id, self._generation
         try:
-            self._group.update(leave)
+            self._group.update(
+                lambda record, now: leave(record, me, positions, now, generation=generation)
+            )
         except ReaderGroupResetError:
             pass
+        self._left = True
 
     def __enter__(self) -> EventReader[T]:
         return self
@@ -256,7 +274,7 @@ class EventReader(Generic[T]):
         for source in self._inputs.values():
             if source.inflight is not None or source.frames or source.drained:
                 continue
-            max_bytes = _MAX_READ_BYTES
+            max_bytes = READ_CHUNK_BYTES
             if source.end is not None:
                 max_bytes = min(max_bytes, source.end - source.fetch_offset)
             source.inflight = self._pool.submit(
@@ -298,36 +316,24 @@ class EventReader(Generic[T]):
             for s, i in self._inputs.items()
             if i.drained
         }
-        me = self.reader_id
-        generation = self._generation
-        lease_ms = self._lease_ms
+        me, generation, lease_ms = self.reader_id, self._generation, self._lease_ms
 
         def step(record: GroupRecord, now: int) -> GroupRecord:
-            if record.generation != generation:
-                msg = f"reader group {self._group.name!r} was reset; create a new reader"
-                raise ReaderGroupResetError(msg)
-            state = _report(record, me, positions)
-            assignments = dict(record.assignments)
-            for segment, successors in finished.items():
-                if assignments.get(segment) == me and segment in state.cursors:
-                    state = finish(state, segment, successors)
-            leases = {r: t for r, t in record.leases.items() if t >= now or r == me}
-            if leases.get(me, 0) - now < lease_ms // 2:  # renew at half-life, not every sync
-                leases[me] = now + lease_ms
-            assignments = {
-                s: r for s, r in assignments.items() if r in leases and s in state.cursors
-            }
-            assignments = _rebalance(state, assignments, me, len(leases))
-            pending = frozenset(r for r in record.checkpoint_pending if r in leases) - {me}
-            return replace(
+            return sync(
                 record,
-                state=state,
-                assignments=assignments,
-                leases=leases,
-                checkpoint_pending=pending,
+                me,
+                positions,
+                now,
+                generation=generation,
+                finished=finished,
+                lease_ms=lease_ms,
             )
 
-        record = self._group.update(step)
+        try:
+            record = self._group.update(step)
+        except ReaderGroupResetError:
+            msg = f"reader group {self._group.name!r} was reset; create a new reader"
+            raise ReaderGroupResetError(msg) from None
         self._last_sync = time.monotonic()
         self._state = record.state
         self._watermarks_seen = None  # the group may have moved: check again
@@ -341,28 +347,3 @@ class EventReader(Generic[T]):
                 segment, cursor.offset, cursor.watermark, cursor.end
             )
         self._rotation = collections.deque(sorted(self._inputs))
-
-
-def _report(record: GroupRecord, me: str, positions: Mapping[str, tuple[int, int]]) -> GroupState:
-    """The state with ``me``'s positions of the segments it still holds."""
-    state = record.state
-    for segment, (offset, watermark) in positions.items():
-        if record.assignments.get(segment) == me and segment in state.cursors:
-            state = advance(state, segment, offset, watermark)
-    return state
-
-
-def _rebalance(
-    state: GroupState, assignments: dict[str, str], me: str, readers: int
-) -> dict[str, str]:
-    """``me`` takes or gives back segments toward an equal share, oldest watermark first."""
-    share = math.ceil(len(state.cursors) / max(readers, 1))
-    mine = sorted(
-        (s for s, r in assignments.items() if r == me),
-        key=lambda s: (state.cursors[s].watermark, s),
-    )
-    for segment in mine[share:]:
-        del assignments[segment]
-    for segment in unassigned_oldest_first(state, assignments)[: max(0, share - len(mine))]:
-        assignments[segment] = me
-    return assignments

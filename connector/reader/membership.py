@@ -1,0 +1,261 @@
+"""Reader group membership: the group's shared record and pure rules over it.
+
+A group's record (:class:`GroupRecord`: its :class:`GroupState`, which
+reader holds which segment, reader leases, a pending checkpoint, finished
+checkpoints) changes only through the functions here. Each takes the record
+as stored and the store's time ``now`` (epoch ms) and returns the record to
+store; none does I/O, so the group applies them with compare-and-set and may
+run one several times on concurrent updates. Leases run on the store's clock.
+
+What a :class:`~connector.reader.reader.EventReader` needs of its group is
+:class:`GroupHandle`: its name, its store client, and atomic updates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from connector.client.connection import StoreClient
+from connector.errors import FailedPreconditionError, TidemarkError
+from connector.reader.group_state import (
+    GroupState,
+    Successor,
+    advance,
+    finish,
+    stream_cut,
+    unassigned_oldest_first,
+)
+
+__all__ = [
+    "GroupHandle",
+    "GroupRecord",
+    "Positions",
+    "ReaderGroupResetError",
+    "cancel_checkpoint",
+    "complete_checkpoint",
+    "leave",
+    "rebalance",
+    "report",
+    "request_checkpoint",
+    "reset",
+    "sync",
+]
+
+#: A reader's consumed position per held segment: ``segment -> (offset, watermark)``.
+Positions = Mapping[str, tuple[int, int]]
+
+
+class ReaderGroupResetError(TidemarkError):
+    """The group was reset or deleted; readers from before must be recreated."""
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """Everything a group shares, stored as one JSON value."""
+
+    streams: tuple[str, ...]
+    generation: int
+    state: GroupState
+    assignments: Mapping[str, str] = field(default_factory=dict)
+    leases: Mapping[str, int] = field(default_factory=dict)
+    checkpoint: str | None = None
+    checkpoint_pending: frozenset[str] = frozenset()
+    checkpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        """The stored form."""
+        return json.dumps(
+            {
+                "streams": list(self.streams),
+                "generation": self.generation,
+                "state": self.state.to_dict(),
+                "assignments": dict(self.assignments),
+                "leases": dict(self.leases),
+                "checkpoint": self.checkpoint,
+                "checkpoint_pending": sorted(self.checkpoint_pending),
+                "checkpoints": {k: dict(v) for k, v in self.checkpoints.items()},
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> GroupRecord:
+        """Reads :meth:`to_json`'s output."""
+        raw = json.loads(data)
+        return cls(
+            streams=tuple(raw["streams"]),
+            generation=raw["generation"],
+            state=GroupState.from_dict(raw["state"]),
+            assignments=raw["assignments"],
+            leases=raw["leases"],
+            checkpoint=raw["checkpoint"],
+            checkpoint_pending=frozenset(raw["checkpoint_pending"]),
+            checkpoints=raw["checkpoints"],
+        )
+
+    def segments_of(self, reader_id: str) -> list[str]:
+        """The segments ``reader_id`` holds."""
+        return sorted(s for s, r in self.assignments.items() if r == reader_id)
+
+
+class GroupHandle(Protocol):
+    """What a reader needs of its group: see :class:`~connector.reader.group.ReaderGroup`."""
+
+    @property
+    def name(self) -> str:
+        """The group's name, for messages."""
+        ...
+
+    @property
+    def client(self) -> StoreClient:
+        """The store the group's streams live in."""
+        ...
+
+    def record(self) -> GroupRecord:
+        """The record as stored now; ReaderGroupResetError when the group is gone."""
+        ...
+
+    def update(self, change: Callable[[GroupRecord, int], GroupRecord]) -> GroupRecord:
+        """Applies ``change(record, now)`` atomically and returns the stored record."""
+        ...
+
+
+# --- a reader's rules -------------------------------------------------------------------
+
+
+def report(record: GroupRecord, reader: str, positions: Positions) -> GroupState:
+    """The state with ``reader``'s positions of the segments it still holds.
+
+    Positions of segments it no longer holds are ignored (another reader
+    took them over); offsets and watermarks never step back.
+    """
+    state = record.state
+    for segment, (offset, watermark) in positions.items():
+        if record.assignments.get(segment) == reader and segment in state.cursors:
+            state = advance(state, segment, offset, watermark)
+    return state
+
+
+def rebalance(
+    state: GroupState, assignments: Mapping[str, str], reader: str, readers: int
+) -> dict[str, str]:
+    """``reader`` takes or gives back segments toward an equal share, oldest watermark first."""
+    result = dict(assignments)
+    share = math.ceil(len(state.cursors) / max(readers, 1))
+    mine = sorted(
+        (s for s, r in result.items() if r == reader),
+        key=lambda s: (state.cursors[s].watermark, s),
+    )
+    for segment in mine[share:]:
+        del result[segment]
+    for segment in unassigned_oldest_first(state, result)[: max(0, share - len(mine))]:
+        result[segment] = reader
+    return result
+
+
+def sync(
+    record: GroupRecord,
+    reader: str,
+    positions: Positions,
+    now: int,
+    *,
+    generation: int,
+    finished: Mapping[str, Sequence[Successor]],
+    lease_ms: int,
+) -> GroupRecord:
+    """One periodic sync of ``reader``: report, finish, renew, expire, rebalance, acknowledge.
+
+    - ``positions`` are recorded for the segments ``reader`` still holds;
+    - each segment in ``finished`` (read to its end, with its successors)
+      that ``reader`` holds is finished, bringing in successors whose
+      predecessors are all finished;
+    - ``reader``'s lease is renewed once half of it has run (not every
+      sync, so an idle group does not write on every sync); leases that
+      ran out by ``now`` are dropped with their readers' segments;
+    - ``reader`` takes or gives back segments toward an equal share;
+    - a pending checkpoint is acknowledged by ``reader`` (its positions
+      are in the record) and forgotten for readers whose lease ran out.
+
+    Raises:
+        ReaderGroupResetError: the record's generation is not ``generation``
+            (the group was reset since the reader joined).
+    """
+    if record.generation != generation:
+        msg = "the reader group was reset; create a new reader"
+        raise ReaderGroupResetError(msg)
+    state = report(record, reader, positions)
+    for segment, successors in finished.items():
+        if record.assignments.get(segment) == reader and segment in state.cursors:
+            state = finish(state, segment, successors)
+    leases = {r: t for r, t in record.leases.items() if t >= now or r == reader}
+    if leases.get(reader, 0) - now < lease_ms // 2:
+        leases[reader] = now + lease_ms
+    assignments = {
+        s: r for s, r in record.assignments.items() if r in leases and s in state.cursors
+    }
+    assignments = rebalance(state, assignments, reader, len(leases))
+    pending = frozenset(r for r in record.checkpoint_pending if r in leases) - {reader}
+    return replace(
+        record,
+        state=state,
+        assignments=assignments,
+        leases=leases,
+        checkpoint_pending=pending,
+    )
+
+
+def leave(
+    record: GroupRecord, reader: str, positions: Positions, now: int, *, generation: int
+) -> GroupRecord:
+    """``reader`` reports its positions and leaves: its segments, lease and acknowledgement go.
+
+    A record of another generation (the group was reset) is returned unchanged.
+    """
+    if record.generation != generation:
+        return record
+    return replace(
+        record,
+        state=report(record, reader, positions),
+        assignments={s: r for s, r in record.assignments.items() if r != reader},
+        leases={r: t for r, t in record.leases.items() if r != reader},
+        checkpoint_pending=record.checkpoint_pending - {reader},
+    )
+
+
+# --- the group's rules --------------------------------------------------------------------
+
+
+def request_checkpoint(record: GroupRecord, name: str, now: int) -> GroupRecord:
+    """Starts checkpoint ``name``: every reader with a lease must acknowledge it.
+
+    Raises:
+        FailedPreconditionError: another checkpoint is in progress.
+    """
+    if record.checkpoint is not None:
+        msg = f"checkpoint {record.checkpoint!r} is still in progress"
+        raise FailedPreconditionError(msg)
+    return replace(record, checkpoint=name, checkpoint_pending=frozenset(record.leases))
+
+
+def complete_checkpoint(record: GroupRecord, name: str, now: int) -> GroupRecord:
+    """Records checkpoint ``name`` as the stream cut of the readers' reported positions."""
+    return replace(
+        record,
+        checkpoint=None,
+        checkpoint_pending=frozenset(),
+        checkpoints={**record.checkpoints, name: stream_cut(record.state)},
+    )
+
+
+def cancel_checkpoint(record: GroupRecord, now: int) -> GroupRecord:
+    """Forgets the checkpoint in progress (it timed out)."""
+    return replace(record, checkpoint=None, checkpoint_pending=frozenset())
+
+
+def reset(record: GroupRecord, state: GroupState, now: int) -> GroupRecord:
+    """A new generation at ``state``: readers of the old one must be recreated; checkpoints stay."""
+    return GroupRecord(record.streams, record.generation + 1, state, checkpoints=record.checkpoints)

@@ -1,0 +1,601 @@
+"""Planning reads from outside a reader group: start positions, frontiers and byte ranges.
+
+The API every host of the reader core plans with: the Spark adapter keeps a
+:class:`Frontier` in each of its offsets, the Flink adapter in its state, and
+standalone reader groups start from a :class:`StartPosition`.
+
+A :class:`Frontier` is how far a read has planned: a :class:`GroupState`
+(where every readable segment is and its watermark, which successors wait
+for which predecessors, which segments are finished), the final offsets of
+the segments it finished, and the last event-time watermark emitted. Between
+two frontiers lie whole events, as :class:`SegmentRange` values.
+
+Planning functions take a :class:`StoreClient` and a frontier and return a
+new one; they never change their arguments and keep no state of their own,
+so a host may plan again from any frontier it checkpointed:
+
+- :func:`start_frontier`: where a read starts (:class:`StartPosition`);
+- :func:`frontier_at_cut`: an end position at an explicit stream cut;
+- :func:`advance_to_tail`: everything in the streams now;
+- :func:`advance_within_budget`: at most so many events and bytes more,
+  oldest watermark first;
+- :func:`ranges_between`, :func:`lineage_chains`, :func:`read_range`: what
+  lies between two frontiers, grouped so successors follow their
+  predecessors, and reading it.
+
+Watermarks: ``lag_ms`` is the reader's ``max_event_time_lag`` in ms (how far
+event time may trail ingestion time), or None in the processing-time domain,
+where frontiers carry no watermark. It is not the store's
+``--max-watermark-lag-ms``, which says how long a segment must be idle before
+the store advances its watermark by itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
+
+from connector.client.connection import StoreClient
+from connector.errors import InvalidArgumentError
+from connector.framing import iter_frames
+from connector.model import ReadResult, SegmentDescription, StreamDescription
+from connector.names import SegmentId, StreamId
+from connector.reader.group_state import (
+    GroupState,
+    advance,
+    allocate_bytes,
+    emitted_watermark,
+    finish,
+    group_watermark,
+    plan_cut,
+    unassigned_oldest_first,
+    watermark_after,
+)
+from connector.reader.lineage import ancestors, describe_streams, successors_of
+
+__all__ = [
+    "READ_CHUNK_BYTES",
+    "Frontier",
+    "SegmentRange",
+    "StartPosition",
+    "advance_to_tail",
+    "advance_within_budget",
+    "frontier_at_cut",
+    "frontier_watermark",
+    "lineage_chains",
+    "ranges_between",
+    "read_range",
+    "start_frontier",
+    "start_state",
+]
+
+#: The most bytes one store read asks for, for readers and planners alike.
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+# --- start positions ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """Where a read starts: the streams' heads, their tails, or an explicit stream cut.
+
+    (A bounded read's end is said in the same words: the Spark adapter's
+    ``endingStreamCut`` is a StartPosition too.)
+
+    Build one with :meth:`earliest`, :meth:`latest` or :meth:`offsets` (the
+    style of PyFlink's ``KafkaOffsetsInitializer``); :meth:`of` also takes
+    the words ``"earliest"``/``"head"``, ``"latest"``/``"tail"`` and a cut
+    mapping. ``kind`` is ``"earliest"``, ``"latest"`` or ``"offsets"``; for
+    ``"offsets"``, ``cut`` holds ``(segment, byte offset)`` pairs sorted by
+    segment name.
+    """
+
+    kind: Literal["earliest", "latest", "offsets"]
+    cut: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def earliest(cls) -> StartPosition:
+        """The streams' first segments from offset 0: everything ever written."""
+        return cls("earliest")
+
+    @classmethod
+    def latest(cls) -> StartPosition:
+        """The open segments at their tails: only what is written from now on."""
+        return cls("latest")
+
+    @classmethod
+    def offsets(cls, cut: Mapping[str, int]) -> StartPosition:
+        """An explicit stream cut, ``{"scope/stream/N": byte offset}`` (a checkpoint's cut).
+
+        Raises:
+            InvalidArgumentError: the cut is empty, names a malformed segment
+                or has an offset that is not an integer >= 0.
+        """
+        if not isinstance(cut, Mapping) or not cut:
+            msg = f"a stream cut must be a non-empty mapping of segment to offset, got {cut!r}"
+            raise InvalidArgumentError(msg)
+        pairs = []
+        for segment, offset in cut.items():
+            SegmentId.parse(segment)
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                msg = f"offset of segment {segment!r} must be an integer >= 0, got {offset!r}"
+                raise InvalidArgumentError(msg)
+            pairs.append((segment, offset))
+        return cls("offsets", tuple(sorted(pairs)))
+
+    @classmethod
+    def of(cls, value: StartPosition | str | Mapping[str, int]) -> StartPosition:
+        """``value`` as a start position: one already, a word, or a cut mapping.
+
+        Raises:
+            InvalidArgumentError: naming ``value`` when it is none of those.
+        """
+        if isinstance(value, StartPosition):
+            return value
+        if isinstance(value, str):
+            word = {"head": "earliest", "tail": "latest"}.get(value, value)
+            if word == "earliest":
+                return cls.earliest()
+            if word == "latest":
+                return cls.latest()
+        elif isinstance(value, Mapping):
+            return cls.offsets(value)
+        msg = f"start must be 'earliest', 'latest' or a stream cut mapping, got {value!r}"
+        raise InvalidArgumentError(msg)
+
+    @property
+    def is_earliest(self) -> bool:
+        """Whether this is the head of every stream."""
+        return self.kind == "earliest"
+
+    @property
+    def is_latest(self) -> bool:
+        """Whether this is the tail of every open segment, taken when the read is planned."""
+        return self.kind == "latest"
+
+    def as_dict(self) -> dict[str, int]:
+        """The cut as ``{segment: offset}`` (empty unless ``kind`` is ``"offsets"``)."""
+        return dict(self.cut)
+
+    def to_json(self) -> str:
+        """``"earliest"``, ``"latest"`` or the cut's JSON, ``{"scope/stream/N": offset}``."""
+        return json.dumps(self.as_dict(), sort_keys=True) if self.cut else self.kind
+
+    def __repr__(self) -> str:
+        if self.kind == "offsets":
+            return f"StartPosition.offsets({self.as_dict()!r})"
+        return f"StartPosition.{self.kind}()"
+
+
+def start_state(
+    client: StoreClient,
+    streams: Sequence[str | StreamId],
+    start: StartPosition | str | Mapping[str, int],
+    end: Mapping[str, int] | None = None,
+) -> GroupState:
+    """The group state of a read starting at ``start`` and, if given, ending at cut ``end``.
+
+    Segments are readable from the start cut with a safe watermark: the
+    store's at the tails for :meth:`StartPosition.latest`, otherwise each
+    segment's creation time - 1 (PDP 26, "Reader Group Manager").
+
+    Raises:
+        InvalidArgumentError: a cut names a segment the streams do not have.
+    """
+    position = StartPosition.of(start)
+    names = [str(s) for s in streams]
+    descriptions = describe_streams(client, streams)
+    by_name = _by_name(descriptions)
+    if position.kind == "earliest":
+        cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
+        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
+    elif position.kind == "latest":
+        infos = [client.segment_info(s.segment) for d in descriptions for s in d.open_segments]
+        cut = {i.segment: i.write_offset for i in infos}
+        watermarks = {i.segment: i.watermark for i in infos}
+    else:
+        cut = position.as_dict()
+        unknown = sorted(set(cut) - set(by_name))
+        if unknown:
+            msg = f"start cut names segments {unknown!r} that are not in streams {names!r}"
+            raise InvalidArgumentError(msg)
+        watermarks = {name: by_name[name].creation_time - 1 for name in cut}
+    bounded_to = None
+    if end is not None:
+        unknown = sorted(set(end) - set(by_name))
+        if unknown:
+            msg = f"end cut names segments {unknown!r} that are not in streams {names!r}"
+            raise InvalidArgumentError(msg)
+        bounded_to = set(end) | ancestors(by_name, end)
+    return GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
+
+
+# --- frontiers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """How far a read has planned: see the module docstring.
+
+    Attributes:
+        state: the group state at the frontier.
+        ends: the final offset of each segment finished while planning (the
+            segments finished before the start are not listed: nothing of
+            them is read).
+        watermark: the last event-time watermark emitted, or None (none yet,
+            or the processing-time domain). It never steps back from one
+            frontier to the next.
+    """
+
+    state: GroupState
+    ends: Mapping[str, int] = field(default_factory=dict)
+    watermark: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ends", MappingProxyType(dict(self.ends)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict of plain values, keys sorted; :meth:`from_dict` reads it back."""
+        return _sorted(
+            {
+                "state": self.state.to_dict(),
+                "ends": dict(self.ends),
+                "watermark": self.watermark,
+            }
+        )
+
+    def to_json(self) -> str:
+        """The compact JSON form of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Frontier:
+        """Reads :meth:`to_dict`'s output, and the older form whose parts were JSON strings.
+
+        Raises:
+            InvalidArgumentError: naming the value when it is not a frontier.
+        """
+        try:
+            state = data["state"]
+            ends = data["ends"]
+            watermark = data["watermark"]
+            if isinstance(state, str):  # the older form: JSON inside strings, -1 for no watermark
+                state = json.loads(state)
+                ends = json.loads(ends)
+                watermark = None if int(watermark) < 0 else int(watermark)
+            return cls(
+                GroupState.from_dict(state),
+                {str(s): int(o) for s, o in ends.items()},
+                None if watermark is None else int(watermark),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            msg = f"invalid frontier {dict(data)!r:.200}: {error!r}"
+            raise InvalidArgumentError(msg) from None
+
+    @classmethod
+    def from_json(cls, text: str) -> Frontier:
+        """Reads :meth:`to_json`'s output."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            msg = f"invalid frontier JSON {text!r:.200}: {error}"
+            raise InvalidArgumentError(msg) from None
+        if not isinstance(data, Mapping):
+            msg = f"invalid frontier JSON {text!r:.200}: not an object"
+            raise InvalidArgumentError(msg)
+        return cls.from_dict(data)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def frontier_watermark(state: GroupState, lag_ms: int | None, previous: int | None) -> int | None:
+    """The watermark a frontier at ``state`` carries, after one that carried ``previous``.
+
+    The group watermark less ``lag_ms`` when it rose above ``previous``
+    (:func:`~connector.reader.group_state.emitted_watermark`), else ``previous``;
+    None in the processing-time domain (``lag_ms`` None).
+    """
+    if lag_ms is None:
+        return None
+    rose = emitted_watermark(group_watermark(state), lag_ms, previous)
+    return previous if rose is None else rose
+
+
+def start_frontier(
+    client: StoreClient,
+    streams: Sequence[str | StreamId],
+    start: StartPosition | str | Mapping[str, int],
+    lag_ms: int | None,
+) -> Frontier:
+    """Where a read of ``streams`` starts.
+
+    Segments before the start (sealed ones for :meth:`StartPosition.latest`,
+    ancestors of the cut's segments for :meth:`StartPosition.offsets`) count
+    as finished, so no plan reads them.
+
+    Raises:
+        InvalidArgumentError: a cut names a segment the streams do not have.
+    """
+    position = StartPosition.of(start)
+    state = start_state(client, streams, position)
+    descriptions = describe_streams(client, streams)
+    if position.kind == "latest":
+        before = {s.segment for d in descriptions for s in d.segments if s.sealed}
+    elif position.kind == "offsets":
+        before = ancestors(_by_name(descriptions), position.as_dict())
+    else:
+        before = set()
+    state = replace(state, finished=state.finished | before)
+    return Frontier(state, {}, frontier_watermark(state, lag_ms, None))
+
+
+def frontier_at_cut(
+    client: StoreClient,
+    streams: Sequence[str | StreamId],
+    cut: Mapping[str, int],
+    lag_ms: int | None,
+) -> Frontier:
+    """An end position at stream cut ``cut``: its segments there, their ancestors read whole.
+
+    Raises:
+        InvalidArgumentError: the cut names a segment the streams do not have.
+    """
+    by_name = _by_name(describe_streams(client, streams))
+    before = ancestors(by_name, cut)
+    ends = {name: client.segment_info(name).write_offset for name in before}
+    state = GroupState.starting_at(
+        dict(cut), {name: by_name[name].creation_time - 1 for name in cut}
+    )
+    state = replace(state, finished=frozenset(before))
+    return Frontier(state, ends, frontier_watermark(state, lag_ms, None))
+
+
+def advance_to_tail(
+    client: StoreClient,
+    streams: Sequence[str | StreamId],
+    previous: Frontier,
+    lag_ms: int | None,
+) -> Frontier:
+    """Everything in the streams now: open segments at their tails, sealed ones finished.
+
+    Does not depend on ``previous`` beyond its finished segments, which stay
+    finished (what was before the start is never read), its ends and its
+    watermark. A segment sealed after the streams were described has
+    successors the description lacks; the plan is then made again, or the
+    group watermark would skip them and pass their events.
+    """
+    cursors: dict[str, tuple[int, int]] = {}
+    finished = set(previous.state.finished)
+    ends = dict(previous.ends)
+    for description in describe_streams(client, streams):
+        for segment in description.segments:
+            if segment.segment in previous.state.finished:
+                continue
+            info = client.segment_info(segment.segment)
+            if info.sealed and not segment.sealed:
+                return advance_to_tail(client, streams, previous, lag_ms)  # scaled meanwhile
+            if info.sealed:
+                finished.add(segment.segment)
+                ends[segment.segment] = info.write_offset
+            else:
+                cursors[segment.segment] = (info.write_offset, info.watermark)
+    state = GroupState.starting_at(
+        {s: o for s, (o, _) in cursors.items()},
+        {s: w for s, (_, w) in cursors.items()},
+    )
+    state = replace(state, finished=frozenset(finished))
+    return Frontier(state, ends, frontier_watermark(state, lag_ms, previous.watermark))
+
+
+def advance_within_budget(
+    client: StoreClient,
+    previous: Frontier,
+    lag_ms: int | None,
+    *,
+    max_events: int | None = None,
+    max_bytes: int | None = None,
+) -> Frontier:
+    """At most ``max_events`` events and ``max_bytes`` bytes beyond ``previous`` (None: no limit).
+
+    - Oldest watermark first: the budget goes to the readable segments in
+      the order of their watermarks (:func:`~connector.reader.group_state.allocate_bytes`),
+      whole events only (:func:`~connector.reader.group_state.plan_cut`).
+    - An event larger than ``max_bytes`` is planned alone, as the only
+      event of its plan, or no plan could ever take it.
+    - A successor is read only once all its predecessors are finished
+      within the plan; a segment read to its seal is finished in the plan.
+    - Segments with nothing left to read still move: their watermark
+      becomes the store's at their tail (idle ticks included) and a sealed
+      one is finished, whatever the budget, so event time advances on idle
+      streams under a budget too.
+
+    Raises:
+        InvalidArgumentError: a limit is given and is not > 0.
+    """
+    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+        if limit is not None and (isinstance(limit, bool) or limit <= 0):
+            msg = f"{name} must be > 0 or None, got {limit!r}"
+            raise InvalidArgumentError(msg)
+    state = previous.state
+    ends = dict(previous.ends)
+    events_left = max_events
+    bytes_left = max_bytes
+    planned_any = False
+    blocked: set[str] = set()  # the next event does not fit the bytes left
+    while True:
+        before, blocked_before = state, len(blocked)
+        budget_left = (events_left is None or events_left > 0) and (
+            bytes_left is None or bytes_left > 0
+        )
+        available = {
+            segment: 0 if segment in blocked else _available(client, state, segment)
+            for segment in state.cursors
+        }
+        grants = (
+            allocate_bytes(state, available, bytes_left)
+            if budget_left
+            else dict.fromkeys(available, 0)
+        )
+        reachable: dict[str, int] = {}
+        watermarks: dict[str, int] = {}
+        ended: dict[str, tuple[str, ...]] = {}
+        for segment in unassigned_oldest_first(state, ()):
+            cursor = state.cursors[segment]
+            if cursor.at_end_cut:
+                ended[segment] = ()
+                continue
+            if events_left is not None and events_left <= 0:
+                grants[segment] = 0
+            grant = grants.get(segment, 0)
+            idle = available[segment] == 0 and segment not in blocked
+            if grant == 0 and not idle:
+                continue
+            chunk = min(grant, READ_CHUNK_BYTES) if grant else 1
+            result = client.read(segment, cursor.offset, max_bytes=chunk)
+            frames = list(iter_frames(result.data, result.offset, verify=False))
+            taken = [f for f in frames if f.end - cursor.offset <= grant]
+            if not taken and frames and grant and not planned_any and bytes_left == max_bytes:
+                taken = frames[:1]  # larger than the whole budget: alone, or never
+            elif not taken and frames and grant:
+                blocked.add(segment)
+            if events_left is not None:
+                taken = taken[: max(events_left, 0)]
+            stop = taken[-1].end if taken else cursor.offset
+            whole = stop == result.next_offset
+            watermark = watermark_after(
+                result.watermark, taken[-1].ingestion_time if taken else None, whole
+            )
+            reachable[segment] = stop
+            if watermark is not None:
+                watermarks[segment] = watermark
+            if taken:
+                planned_any = True
+                if events_left is not None:
+                    events_left -= len(taken)
+                if bytes_left is not None:
+                    bytes_left -= stop - cursor.offset
+            if whole and result.end_of_segment:
+                ended[segment] = result.successors
+        for segment, offset in plan_cut(state, reachable).items():
+            if segment in reachable:
+                watermark = watermarks.get(segment, state.cursors[segment].watermark)
+                state = advance(state, segment, offset, watermark)
+        for segment, successors in ended.items():
+            ends[segment] = state.cursors[segment].offset
+            state = finish(state, segment, successors_of(client, segment, successors))
+        if _same_positions(before, state) and len(blocked) == blocked_before:
+            break
+    return Frontier(state, ends, frontier_watermark(state, lag_ms, previous.watermark))
+
+
+def _available(client: StoreClient, state: GroupState, segment: str) -> int:
+    """Bytes readable beyond the cursor of ``segment``: to its tail, or to its end cut."""
+    cursor = state.cursors[segment]
+    stop = client.segment_info(segment).write_offset
+    if cursor.end is not None:
+        stop = min(stop, cursor.end)
+    return max(0, stop - cursor.offset)
+
+
+def _same_positions(before: GroupState, after: GroupState) -> bool:
+    """Whether no offset moved and no segment finished (a watermark alone is no progress)."""
+    return before.finished == after.finished and {
+        s: c.offset for s, c in before.cursors.items()
+    } == {s: c.offset for s, c in after.cursors.items()}
+
+
+# --- ranges ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentRange:
+    """Bytes ``[start, stop)`` of ``segment``: whole events."""
+
+    segment: str
+    start: int
+    stop: int
+
+
+def ranges_between(start: Frontier, end: Frontier) -> list[SegmentRange]:
+    """The bytes a read from frontier ``start`` to frontier ``end`` covers, per segment.
+
+    Ordered by stream, then segment number; segments finished at ``start``
+    are left out, segments new since ``start`` are read from offset 0.
+    """
+    ranges = []
+    stops = {s: c.offset for s, c in end.state.cursors.items()}
+    stops.update({s: o for s, o in end.ends.items() if s in end.state.finished})
+    for segment, stop in sorted(stops.items(), key=lambda item: _segment_order(item[0])):
+        if segment in start.state.finished:
+            continue
+        cursor = start.state.cursors.get(segment)
+        begin = cursor.offset if cursor is not None else 0
+        if stop > begin:
+            ranges.append(SegmentRange(segment, begin, stop))
+    return ranges
+
+
+def lineage_chains(client: StoreClient, ranges: Sequence[SegmentRange]) -> list[list[SegmentRange]]:
+    """``ranges`` grouped into chains that one task reads in order.
+
+    Ranges of segments related by scaling (predecessor and successor,
+    transitively) share a chain, each after its predecessors, so events of
+    one routing key are read in the order written; unrelated segments get
+    chains of their own and may be read in parallel.
+    """
+    if not ranges:
+        return []
+    parent = {r.segment: r.segment for r in ranges}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    streams = {SegmentId.parse(r.segment).stream_id for r in ranges}
+    for description in describe_streams(client, sorted(streams, key=str)):
+        for segment in description.segments:
+            if segment.segment not in parent:
+                continue
+            for predecessor in segment.predecessors:
+                if predecessor in parent:
+                    parent[root(segment.segment)] = root(predecessor)
+    chains: dict[str, list[SegmentRange]] = {}
+    for segment_range in sorted(ranges, key=lambda r: _segment_order(r.segment)):
+        chains.setdefault(root(segment_range.segment), []).append(segment_range)
+    return list(chains.values())
+
+
+def read_range(
+    client: StoreClient, segment_range: SegmentRange, chunk_bytes: int = READ_CHUNK_BYTES
+) -> Iterator[ReadResult]:
+    """Reads ``segment_range`` as store reads of at most ``chunk_bytes`` each, in order.
+
+    Each result holds whole events; together they cover the range exactly.
+    """
+    offset = segment_range.start
+    while offset < segment_range.stop:
+        result = client.read(
+            segment_range.segment, offset, max_bytes=min(chunk_bytes, segment_range.stop - offset)
+        )
+        yield result
+        offset = result.next_offset
+
+
+def _segment_order(name: str) -> tuple[str, int]:
+    segment = SegmentId.parse(name)
+    return str(segment.stream_id), segment.number
+
+
+def _by_name(descriptions: Iterable[StreamDescription]) -> dict[str, SegmentDescription]:
+    return {s.segment: s for d in descriptions for s in d.segments}
