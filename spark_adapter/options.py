@@ -192,7 +192,10 @@ def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str
         elif lower not in _SPARK_OPTIONS:
             close = difflib.get_close_matches(lower, list(by_lower), n=1)
             hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
-            msg = f"unknown option {key!r}: {hint}the tidemark format takes {sorted(known)!r}"
+            msg = (
+                f"unknown option {key!r} (Spark passes option names in lower case): "
+                f"{hint}the tidemark format takes {sorted(known)!r}"
+            )
             raise InvalidArgumentError(msg)
     return found
 
