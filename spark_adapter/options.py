@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connector.client.connection import parse_uri
+from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError, TidemarkError
 from connector.names import SegmentId, StreamId
 from connector.reader.events import ReaderConfig, TimeDomain
@@ -37,8 +38,8 @@ __all__ = [
     "parse_interval_ms",
 ]
 
-#: The values the ``deserializer`` option takes.
-DESERIALIZERS = ("bytes", "string", "json")
+#: The values the ``deserializer`` option takes: the client's serializer names.
+DESERIALIZERS = SERIALIZER_NAMES
 
 #: Options Spark itself adds to a data source's options; never an error.
 _SPARK_OPTIONS = frozenset({"checkpointlocation"})

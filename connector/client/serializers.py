@@ -8,6 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from connector.errors import InvalidArgumentError
 
 __all__ = [
+    "SERIALIZER_NAMES",
     "BytesSerializer",
     "JsonSerializer",
     "Serializer",
@@ -91,11 +92,16 @@ class JsonSerializer:
         return "JsonSerializer()"
 
 
-_BY_NAME = {"bytes": BytesSerializer, "string": StringSerializer, "json": JsonSerializer}
+_BY_NAME: dict[str, type[Serializer[Any]]] = {
+    cls.name: cls for cls in (BytesSerializer, StringSerializer, JsonSerializer)
+}
+
+#: The names :func:`serializer_named` takes, in the order documented.
+SERIALIZER_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 
 def serializer_named(name: str) -> Serializer[Any]:
-    """The serializer called ``name``: ``bytes``, ``string`` or ``json``."""
+    """The serializer called ``name``, one of :data:`SERIALIZER_NAMES` (bytes, string, json)."""
     try:
         return _BY_NAME[name]()
     except KeyError:

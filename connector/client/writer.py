@@ -10,6 +10,7 @@ from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
 from connector.errors import (
+    ClosedError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
@@ -89,10 +90,14 @@ class EventWriter(Generic[T]):
         self._refresh()
 
     def write_event(self, event: T, routing_key: str | None = None) -> None:
-        """Queues ``event``; may send a full batch (blocking until durable)."""
+        """Queues ``event``; may send a full batch (blocking until durable).
+
+        Raises:
+            ClosedError: the writer is closed.
+        """
         if self._closed:
             msg = f"writer {self.writer_id!r} is closed"
-            raise TidemarkError(msg)
+            raise ClosedError(msg)
         self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
     def flush(self) -> None:

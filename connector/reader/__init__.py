@@ -1,13 +1,16 @@
 """The reader core: events and watermarks, reader groups, event-time ordering.
 
 Plain Python applications use it directly; the Flink and Spark adapters keep
-its :class:`GroupState` in their own state and offsets.
+its :class:`GroupState` in their own state and offsets, and plan their reads
+with :mod:`connector.reader.planning`.
 """
 
 from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
 from connector.reader.group import ReaderGroup, ReaderGroupManager, ReaderGroupResetError
 from connector.reader.group_state import GroupState, SegmentCursor, Successor, WaitingSegment
+from connector.reader.membership import GroupHandle, GroupRecord
 from connector.reader.ordering import EventTimeOrderer, Timestamped
+from connector.reader.planning import Frontier, SegmentRange, StartPosition
 from connector.reader.reader import EventReader
 from connector.reader.timestamps import (
     CallableTimestampAssigner,
@@ -24,6 +27,9 @@ __all__ = [
     "EventReader",
     "EventTimeOrderer",
     "FieldTimestampAssigner",
+    "Frontier",
+    "GroupHandle",
+    "GroupRecord",
     "GroupState",
     "IngestionTimeAssigner",
     "Position",
@@ -32,6 +38,8 @@ __all__ = [
     "ReaderGroupManager",
     "ReaderGroupResetError",
     "SegmentCursor",
+    "SegmentRange",
+    "StartPosition",
     "Successor",
     "TimeDomain",
     "TimestampAssigner",

@@ -9,7 +9,7 @@ import pytest
 
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.clock import ManualClock
-from connector.errors import ClosedError, StoreUnavailableError
+from connector.errors import AlreadyExistsError, ClosedError, NotFoundError, StoreUnavailableError
 from connector.reader import END_OF_TIME, ReaderConfig, ReaderGroupManager, TimeDomain
 from tests.conftest import wait_until
 from tests.reader.conftest import ReadLog, drain, read_some
@@ -60,7 +60,7 @@ def test_a_reader_says_when_a_bounded_group_is_finished_rather_than_timed_out(
         assert not reader.is_finished
 
 
-def test_a_closed_reader_raises_closed_error(
+def test_a_closed_reader_and_a_closed_writer_raise_the_same_error(
     store_client: StoreClient, new_stream: Callable[[int], str]
 ) -> None:
     stream = new_stream(1)
@@ -70,6 +70,23 @@ def test_a_closed_reader_raises_closed_error(
     reader.close()  # harmless
     with pytest.raises(ClosedError, match="'r' is closed"):
         reader.read_next_event(10)
+    writer = EventWriter(store_client, stream, JsonSerializer())
+    writer.close()
+    with pytest.raises(ClosedError, match="is closed"):
+        writer.write_event({"n": 1})
+
+
+def test_reader_groups_raise_the_projects_exists_and_not_found_errors(
+    store_client: StoreClient, new_stream: Callable[[int], str]
+) -> None:
+    stream = new_stream(1)
+    manager = ReaderGroupManager(store_client)
+    created = manager.create_reader_group("rt", "once", [stream])
+    with pytest.raises(AlreadyExistsError, match="rt/once already exists"):
+        manager.create_reader_group("rt", "once", [stream])
+    assert manager.get_reader_group("rt", "once").record() == created.record()
+    with pytest.raises(NotFoundError, match="rt/never does not exist"):
+        manager.get_reader_group("rt", "never")
 
 
 def test_close_can_be_retried_after_the_store_was_unreachable(
