@@ -6,6 +6,7 @@ import uuid
 from bisect import bisect_right
 from typing import Generic, TypeVar
 
+from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
@@ -33,9 +34,10 @@ class WriterConfig:
     """
 
     def __init__(self, max_batch_bytes: int = 1024 * 1024, max_batch_events: int = 20_000):
-        if max_batch_bytes <= 0 or max_batch_events <= 0:
+        if max_batch_bytes <= 0 or not 0 < max_batch_events <= MAX_EVENTS_PER_APPEND:
             msg = (
-                f"batch limits must be > 0, got {max_batch_bytes!r} bytes, "
+                f"batch limits must be > 0 bytes and 1 to {MAX_EVENTS_PER_APPEND} events, "
+                f"got {max_batch_bytes!r} bytes, "
                 f"{max_batch_events!r} events"
             )
             raise InvalidArgumentError(msg)

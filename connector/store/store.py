@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.clock import Clock, SystemClock
 from connector.errors import (
     AlreadyExistsError,
@@ -34,6 +35,7 @@ from connector.errors import (
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
+    quoted,
 )
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES, encode_frames
 from connector.model import (
@@ -290,7 +292,7 @@ class SegmentStore:
         """
         target = self._segment_named(segment)
         if not writer_id or len(writer_id) > 256:
-            msg = f"writer_id must be 1 to 256 characters, got {writer_id!r}"
+            msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
             raise InvalidArgumentError(msg)
         if first_event_number < 0:
             msg = f"first_event_number must be >= 0, got {first_event_number!r}"
@@ -298,6 +300,12 @@ class SegmentStore:
         if not events:
             msg = f"an append to {segment!r} needs at least one event"
             raise InvalidArgumentError(msg)
+        if len(events) > MAX_EVENTS_PER_APPEND:
+            msg = (
+                f"an append to {segment!r} has {len(events)} events, over the limit of "
+                f"{MAX_EVENTS_PER_APPEND} per append: send smaller batches"
+            )
+            raise ResourceExhaustedError(msg)
         if routing_keys and len(routing_keys) != len(events):
             msg = (
                 f"an append to {segment!r} has {len(routing_keys)} routing keys for "
@@ -859,5 +867,5 @@ def _scale_ranges(segments: list[Segment], split_count: int) -> list[tuple[float
 
 def _check_state_key(key: str) -> None:
     if not isinstance(key, str) or not 0 < len(key) <= 512:
-        msg = f"state key must be 1 to 512 characters, got {key!r}"
+        msg = f"state key must be 1 to 512 characters, got {quoted(key)}"
         raise InvalidArgumentError(msg)
