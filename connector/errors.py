@@ -12,10 +12,12 @@ __all__ = [
     "FailedPreconditionError",
     "InvalidArgumentError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ResourceExhaustedError",
     "SegmentSealedError",
     "StoreUnavailableError",
     "TidemarkError",
+    "UnauthenticatedError",
 ]
 
 
@@ -63,3 +65,11 @@ class ResourceExhaustedError(TidemarkError):
 
 class StoreUnavailableError(TidemarkError, ConnectionError):
     """The store server cannot be reached or is shutting down."""
+
+
+class UnauthenticatedError(TidemarkError):
+    """The store requires a valid bearer token and the call carried none, or a wrong one."""
+
+
+class PermissionDeniedError(TidemarkError):
+    """The call's token is valid but holds no right to do this on this scope."""

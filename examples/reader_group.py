@@ -1,6 +1,6 @@
 """A plain-Python reader group: prints events and watermark advances.
 
-    .venv/bin/python examples/reader_group.py
+    .venv-spark/bin/python examples/reader_group.py
 
 Two readers share a two-segment stream on an embedded store while a writer
 appends; with ingestion-time watermarks on, each reader prints the watermark

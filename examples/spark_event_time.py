@@ -1,6 +1,6 @@
 """The sensor demo on Spark: A on time, B early, C late, ordered by Spark's event time.
 
-    .venv/bin/python -m examples.spark_event_time      (what `make demo` runs)
+    .venv-spark/bin/python -m examples.spark_event_time      (what `make demo` runs)
 
 A store is embedded in this process; Spark (local mode) reads the sensors'
 stream with ``spark.readStream.format("tidemark")`` in the ingestion-time

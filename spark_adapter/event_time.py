@@ -38,7 +38,6 @@ from spark_adapter.schema import (
     ROUTING_KEY,
     WATERMARK,
 )
-from spark_adapter.worker_imports import release_archive_importers
 
 __all__ = [
     "LATE",
@@ -144,7 +143,6 @@ class _EventTimeOrderer:
     def __call__(
         self, key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
-        release_archive_importers()
         watermark = state.getCurrentWatermarkMs()
         held = _decode(state.get[0]) if state.exists else None
         arrived = [batch for batch in batches if len(batch)]
@@ -266,7 +264,6 @@ class _WindowCounter:
     def __call__(
         self, key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
-        release_archive_importers()
         watermark = state.getCurrentWatermarkMs()
         counts: dict[int, int] = (
             {int(s): c for s, c in json.loads(state.get[0]).items()} if state.exists else {}

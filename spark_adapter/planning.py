@@ -27,6 +27,7 @@ from connector.reader.planning import (
     frontier_at_cut,
     start_frontier,
 )
+from spark_adapter.admission import Budget
 from spark_adapter.options import TidemarkOptions
 
 __all__ = ["batch_end", "frontier_of", "lag_ms", "next_end", "offset_of", "start"]
@@ -54,13 +55,24 @@ def start(client: StoreClient, options: TidemarkOptions) -> Frontier:
     return start_frontier(client, options.streams, options.starting_stream_cut, lag_ms(options))
 
 
-def next_end(client: StoreClient, options: TidemarkOptions, previous: Frontier) -> Frontier:
-    """The end of the micro-batch after ``previous``: within the trigger limits, else the tail."""
-    events, size = options.max_events_per_trigger, options.max_bytes_per_trigger
-    if events is None and size is None:
+def next_end(
+    client: StoreClient, options: TidemarkOptions, previous: Frontier, budget: Budget | None = None
+) -> Frontier:
+    """The end of the micro-batch after ``previous``: within ``budget``, else the tail.
+
+    ``budget`` is what Spark's read limit allows (:func:`spark_adapter.admission.budget_of`);
+    without one, the trigger limits of ``options``.
+    """
+    if budget is None:
+        budget = Budget(options.max_events_per_trigger, options.max_bytes_per_trigger)
+    if budget.unlimited:
         return advance_to_tail(client, options.streams, previous, lag_ms(options))
     return advance_within_budget(
-        client, previous, lag_ms(options), max_events=events, max_bytes=size
+        client,
+        previous,
+        lag_ms(options),
+        max_events=budget.max_events,
+        max_bytes=budget.max_bytes,
     )
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from connector.client.connection import StoreClient
@@ -25,6 +27,7 @@ from connector.framing import FrameColumns, decode_columns
 from connector.reader.planning import (
     Frontier,
     SegmentRange,
+    advance_to_tail,
     lineage_chains,
     ranges_between,
     read_range,
@@ -34,12 +37,12 @@ from connector.reader.timestamps import (
     IngestionTimeAssigner,
     TimestampAssigner,
 )
+from spark_adapter.admission import AvailableNowTarget, budget_of, default_read_limit
 from spark_adapter.options import TidemarkOptions
-from spark_adapter.planning import batch_end, frontier_of, next_end, offset_of, start
+from spark_adapter.planning import batch_end, frontier_of, lag_ms, next_end, offset_of, start
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
-from spark_adapter.worker_imports import release_archive_importers
 
-try:  # orjson comes with apache-beam (a dependency of apache-flink); json is the fallback
+try:  # orjson comes with tidemark[spark]; json is the fallback
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover
     _loads = json.loads
@@ -101,7 +104,6 @@ class _Reading:
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
         """Reads the partition's ranges and yields Arrow record batches of rows."""
-        release_archive_importers()
         arrow_schema = _arrow_schema(self._schema)
         if partition.watermark_row:
             yield pa.RecordBatch.from_pylist(
@@ -123,18 +125,27 @@ class _Reading:
             client.close()
 
 
-class TidemarkStreamReader(_Reading, DataSourceStreamReader):
-    """Micro-batches of a ``tidemark`` stream; offsets are core frontiers as dicts."""
+class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of a ``tidemark`` stream; offsets are core frontiers as nested dicts.
+
+    Spark's admission control (PySpark 4.2+): each batch is planned from the
+    start Spark passes, within the read limit it passes
+    (:mod:`spark_adapter.admission`); ``Trigger.AvailableNow`` reads what is
+    there when the query starts and stops; :meth:`reportLatestOffset` tells
+    Spark's progress where the streams' tails are.
+    """
 
     def __init__(self, options: TidemarkOptions, schema: StructType):
         super().__init__(options, schema)
         self._start: Frontier | None = None
-        self._frontier: Frontier | None = None
+        self._target: AvailableNowTarget | None = None
+        self._last_begin: Frontier | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state["_start"] = None
-        state["_frontier"] = None
+        state["_target"] = None
+        state["_last_begin"] = None
         return state
 
     def _initial(self) -> Frontier:
@@ -144,35 +155,45 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader):
         return self._start
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
-        """Where a new query starts: ``startingStreamCut``.
+        """Where a new query starts: ``startingStreamCut``."""
+        return offset_of(self._initial())
 
-        Spark asks a new query's ``latestOffset`` first and this after, so
-        this never moves the frontier back: both start from one offset.
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's name)
+        """``maxEventsPerTrigger`` or ``maxBytesPerTrigger`` as Spark's read limit."""
+        return default_read_limit(self._options)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's name)
+        """Takes the target of a ``Trigger.AvailableNow`` query: every open segment's tail now."""
+        options = self._options
+        tail = advance_to_tail(self._store, options.streams, self._initial(), lag_ms(options))
+        self._target = AvailableNowTarget(tail)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
+        """The end of the micro-batch after ``start``: everything now, or what ``limit`` allows.
+
+        Returns ``start`` itself when nothing moved (no event, no watermark),
+        so Spark plans no batch and ``Trigger.AvailableNow`` ends. Under
+        ``Trigger.AvailableNow`` no end passes the target; a batch that would
+        is planned to the target instead (so the last batch of such a run may
+        hold more than the limit: what the limit left before the target).
         """
-        begin = self._initial()
-        if self._frontier is None:
-            self._frontier = begin
-        return offset_of(begin)
+        begin = frontier_of(start)
+        self._last_begin = begin
+        end = next_end(self._store, self._options, begin, budget_of(limit, self._options))
+        if self._target is not None and not self._target.contains(end):
+            end = self._target.end_from(begin)
+        offset = offset_of(end)
+        return start if offset == offset_of(begin) else offset
 
-    def latestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
-        """The end of the next micro-batch: everything now, or what the trigger limits allow.
-
-        Planned from the previous offset this reader planned: the start of a
-        new query, or after a restart the last offset in Spark's checkpoint
-        (Spark passes it through ``partitions(latest, latest)``).
-        """
-        if self._frontier is None:  # a new query: Spark asks this before initialOffset
-            self._frontier = self._initial()
-        self._frontier = next_end(self._store, self._options, self._frontier)
-        return offset_of(self._frontier)
+    def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
+        """Every open segment's tail now, for Spark's progress (``latestOffset`` per source)."""
+        begin = self._last_begin if self._last_begin is not None else self._initial()
+        tail = advance_to_tail(self._store, self._options.streams, begin, lag_ms(self._options))
+        return offset_of(tail)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""
-        end_frontier = frontier_of(end)
-        if self._frontier is None:
-            # A restarted query: Spark's setLatestSeenOffset calls partitions(latest, latest).
-            self._frontier = end_frontier
-        return self._partitions(frontier_of(start), end_frontier, watermark_row=True)
+        return self._partitions(frontier_of(start), frontier_of(end), watermark_row=True)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: positions live in Spark's checkpoint."""
@@ -344,13 +365,9 @@ def _watermark_row(watermark: int | None) -> dict[str, Any]:
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow form of the source schema (timestamps in microseconds, UTC)."""
-    types = {
-        "StringType()": pa.string(),
-        "BinaryType()": pa.binary(),
-        "LongType()": pa.int64(),
-        "TimestampType()": pa.timestamp("us", tz="UTC"),
-    }
-    return pa.schema(
-        [pa.field(f.name, types[repr(f.dataType)], nullable=True) for f in schema.fields]
-    )
+    """The Arrow form of the source schema, exactly as PySpark checks a task's batches against.
+
+    PySpark's own conversion (timestamps in microseconds, UTC; nullability as
+    declared), so the batches match whatever the installed PySpark expects.
+    """
+    return to_arrow_schema(schema, timezone="UTC")

@@ -61,7 +61,6 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from connector.client import BytesSerializer, EventWriter, StoreClient, StringSerializer
 from connector.errors import InvalidArgumentError, TidemarkError
 from spark_adapter.options import SinkOptions
-from spark_adapter.worker_imports import release_archive_importers
 
 __all__ = [
     "TidemarkBatchWriter",
@@ -157,7 +156,6 @@ def _write_rows(
     options: SinkOptions, columns: _Columns, writer_id: str, rows: Iterator[Row]
 ) -> int:
     """Appends every row's event; returns the count once all are durable."""
-    release_archive_importers()
     serializer: Any = BytesSerializer() if columns.binary else StringSerializer()
     count = 0
     with StoreClient(options.uri) as client:

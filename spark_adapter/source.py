@@ -3,7 +3,9 @@
 Options are checked as early as Spark lets a Python data source check them:
 
 - reads: every option that does not depend on batch or streaming is checked by
-  ``schema()``, which Spark calls in ``load()``; the rest (``endingStreamCut``
+  ``schema()``, which Spark calls in ``load()``, and so is that every stream
+  read exists, when the store answers then (a store not reachable at
+  ``load()`` is not an error yet: the query says so when it reads); the rest (``endingStreamCut``
   on a streaming read, per-trigger limits on a batch read) by ``reader()``,
   which Spark calls when it plans a batch read, or ``streamReader()``, which
   Spark calls when a started query initializes its source, before any batch.
@@ -22,6 +24,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from connector.client.connection import StoreClient
+from connector.errors import NotFoundError, TidemarkError
 from spark_adapter import reading
 from spark_adapter.options import SinkOptions, TidemarkOptions
 from spark_adapter.schema import tidemark_schema
@@ -44,8 +48,14 @@ class TidemarkDataSource(DataSource):
         return "tidemark"
 
     def schema(self) -> StructType:
-        """The columns of a read (see :func:`spark_adapter.schema.tidemark_schema`)."""
-        return tidemark_schema(TidemarkOptions.parse(self.options).deserializer)
+        """The columns of a read (see :func:`spark_adapter.schema.tidemark_schema`).
+
+        Raises:
+            NotFoundError: naming a stream the store does not have.
+        """
+        options = TidemarkOptions.parse(self.options)
+        _require_streams(options)
+        return tidemark_schema(options.deserializer)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader from ``startingStreamCut`` to ``endingStreamCut`` (or ``latest``)."""
@@ -62,3 +72,20 @@ class TidemarkDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         """A micro-batch writer; refuses ``overwrite`` (complete output mode)."""
         return TidemarkStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+
+def _require_streams(options: TidemarkOptions) -> None:
+    """Raises when the store answers that a stream of ``options`` does not exist.
+
+    One quick attempt: a store that is not reachable now, slow to answer or
+    refusing for another reason is left to the query, which retries as reads do.
+    """
+    with StoreClient(options.uri, retry_timeout_s=0.0, call_timeout_s=5.0) as client:
+        for stream in options.streams:
+            try:
+                client.describe_stream(stream.scope, stream.stream)
+            except NotFoundError:
+                msg = f"option 'stream': stream {str(stream)!r} does not exist in {options.uri!r}"
+                raise NotFoundError(msg) from None
+            except TidemarkError:
+                return

@@ -63,6 +63,8 @@ def test_event_is_binary_for_the_bytes_deserializer(spark: Any) -> None:
         ({"deserializer": "avro"}, "option 'deserializer'"),
         # Spark lower-cases option names before the source sees them.
         ({"maxEventsPerTriger": "5"}, "did you mean 'maxEventsPerTrigger'?"),
+        # The option as documented, whatever case the user's typo had.
+        ({"timestampFeild": "ts"}, "did you mean 'timestampField'?"),
     ],
 )
 def test_an_invalid_option_fails_at_load_before_any_query(
@@ -87,3 +89,12 @@ def test_a_streaming_read_with_an_ending_cut_fails_as_its_source_starts(
     with pytest.raises(StreamingQueryException, match="'endingStreamCut'.*batch reads only"):
         query.awaitTermination(60)
     assert query.lastProgress is None  # failed before its first micro-batch
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_stream_the_store_does_not_have_fails_at_load(
+    spark: Any, store_uri: str, streaming: bool
+) -> None:
+    source = spark.readStream if streaming else spark.read
+    with pytest.raises(PySparkException, match="stream 'nowhere/missing' does not exist"):
+        source.format("tidemark").options(uri=store_uri, stream="nowhere/missing").load()

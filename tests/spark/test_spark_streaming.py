@@ -361,6 +361,51 @@ def test_trigger_limits_bound_every_batch_and_lose_nothing(
     assert Counter(key_seq(r) for r in event_rows(log.rows())) == Counter(written)
 
 
+@pytest.mark.parametrize("limit", ["maxEventsPerTrigger", "maxBytesPerTrigger"])
+def test_trigger_limits_do_not_freeze_event_time_once_writers_stop(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path, limit: str
+) -> None:
+    """With a trigger limit, the store's idle ticks still move Spark's event time.
+
+    The writers stop and the clock passes every event; the store then ticks
+    its idle segments, which raises their watermarks without a byte written.
+    ``order_by_event_time`` must release the last readings, as it does
+    without a limit: a plan that advanced a segment's watermark only when it
+    read events from it planned no more batches, and they stayed held.
+    """
+    store = synthetic_store
+    stream = store.create_stream(segments=2)
+    keys = KEYS[:4]
+    written = write_rounds(store, stream, range(3), keys)
+    size = frame_size(store, stream)
+    value = "5" if limit == "maxEventsPerTrigger" else str(5 * size + size // 2)
+    readings = source(
+        spark,
+        store,
+        stream,
+        timeDomain="IngestionTime",
+        maxEventTimeLag="500 milliseconds",
+        **{limit: value},
+    )
+    log = BatchLog()
+    query = (
+        order_by_event_time(with_connector_watermark(readings))
+        .writeStream.foreachBatch(log)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        settle(query)
+        assert log.rows() == []  # every reading is held: none is due yet
+        store.advance(1_000)  # writers stopped; idle ticks pass every event by 500 ms
+        settle(query)
+    finally:
+        query.stop()
+    released = log.rows()
+    assert sorted(key_seq(r) for r in released) == sorted(written)
+    assert not any(r["late"] for r in released)
+
+
 # --- bounded batch reads ------------------------------------------------------
 
 
