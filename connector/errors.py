@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "quoted",
     "ClosedError",
     "FailedPreconditionError",
     "InvalidArgumentError",
@@ -19,6 +20,19 @@ __all__ = [
     "TidemarkError",
     "UnauthenticatedError",
 ]
+
+
+def quoted(value: object, limit: int = 200) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    A long value (a 100 KB name, say) is shown by its start and its length,
+    so messages stay readable and fit in gRPC's metadata.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    length = f" ({len(value)} characters)" if isinstance(value, str | bytes) else ""
+    return f"{text[:limit]}...{length}"
 
 
 class TidemarkError(Exception):

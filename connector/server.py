@@ -83,12 +83,22 @@ def _error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
     return metadata
 
 
+#: The longest message a status carries: gRPC sends it in the trailers, whose size is limited.
+_MAX_MESSAGE_CHARS = 1_000
+
+
+def _shortened(message: str) -> str:
+    if len(message) <= _MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:_MAX_MESSAGE_CHARS]}... ({len(message)} characters in all)"
+
+
 def _call(context: grpc.ServicerContext, work: Callable[[], _Response]) -> _Response:
     try:
         return work()
     except TidemarkError as error:
         context.set_trailing_metadata(_error_metadata(error))
-        context.abort(status_of(error), str(error))
+        context.abort(status_of(error), _shortened(str(error)))
         raise  # unreachable: abort raises
 
 
