@@ -10,6 +10,10 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: store whose ``max_event_size`` is larger than this.
 MAX_READ_BYTES = MAX_MESSAGE_BYTES // 2
 
+#: The most events one append may carry: a bigger batch would hold the store's sequencer,
+#: and so every other writer, for seconds.
+MAX_EVENTS_PER_APPEND = 100_000
+
 #: Channel and server options: batches of events can be large.
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

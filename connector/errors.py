@@ -8,15 +8,31 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "quoted",
     "ClosedError",
     "FailedPreconditionError",
     "InvalidArgumentError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ResourceExhaustedError",
     "SegmentSealedError",
     "StoreUnavailableError",
     "TidemarkError",
+    "UnauthenticatedError",
 ]
+
+
+def quoted(value: object, limit: int = 200) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    A long value (a 100 KB name, say) is shown by its start and its length,
+    so messages stay readable and fit in gRPC's metadata.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    length = f" ({len(value)} characters)" if isinstance(value, str | bytes) else ""
+    return f"{text[:limit]}...{length}"
 
 
 class TidemarkError(Exception):
@@ -63,3 +79,11 @@ class ResourceExhaustedError(TidemarkError):
 
 class StoreUnavailableError(TidemarkError, ConnectionError):
     """The store server cannot be reached or is shutting down."""
+
+
+class UnauthenticatedError(TidemarkError):
+    """The store requires a valid bearer token and the call carried none, or a wrong one."""
+
+
+class PermissionDeniedError(TidemarkError):
+    """The call's token is valid but holds no right to do this on this scope."""

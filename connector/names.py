@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from connector.errors import InvalidArgumentError
+from connector.errors import InvalidArgumentError, quoted
 
 __all__ = ["SegmentId", "StreamId", "validate_name"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", re.ASCII)
+# ASCII digits, no leading zero: one spelling per segment, so "007" or "٣" is no alias.
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}", re.ASCII)
 
 
 def validate_name(kind: str, name: str) -> str:
@@ -23,7 +25,7 @@ def validate_name(kind: str, name: str) -> str:
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         msg = (
-            f"invalid {kind} name {name!r}: use 1 to 100 letters, digits, '_', '.' or '-', "
+            f"invalid {kind} name {quoted(name)}: use 1 to 100 letters, digits, '_', '.' or '-', "
             "starting with a letter or digit"
         )
         raise InvalidArgumentError(msg)
@@ -46,7 +48,7 @@ class StreamId:
         """Parses ``"scope/stream"``."""
         parts = text.split("/") if isinstance(text, str) else []
         if len(parts) != 2:
-            msg = f"invalid stream {text!r}: expected 'scope/stream'"
+            msg = f"invalid stream {quoted(text)}: expected 'scope/stream'"
             raise InvalidArgumentError(msg)
         return cls(parts[0], parts[1])
 
@@ -74,8 +76,11 @@ class SegmentId:
             InvalidArgumentError: when ``text`` is not of that form.
         """
         parts = text.split("/") if isinstance(text, str) else []
-        if len(parts) != 3 or not parts[2].isdigit():
-            msg = f"invalid segment {text!r}: expected 'scope/stream/number'"
+        if len(parts) != 3 or not _NUMBER.fullmatch(parts[2]):
+            msg = (
+                f"invalid segment {quoted(text)}: expected 'scope/stream/number', the number "
+                "in ASCII digits without leading zeros"
+            )
             raise InvalidArgumentError(msg)
         validate_name("scope", parts[0])
         validate_name("stream", parts[1])

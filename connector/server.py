@@ -11,6 +11,7 @@ in-flight calls finish, then the store closes its files.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import signal
 import sys
@@ -42,9 +43,10 @@ from connector.errors import (
     TidemarkError,
 )
 from connector.model import SegmentDescription, StateValue, StreamDescription
+from connector.security import ServerTls, TokenInterceptor, TokenTable
 from connector.store import SegmentStore, StoreConfig
 
-__all__ = ["SegmentStoreServicer", "StoreServer", "main", "status_of"]
+__all__ = ["SegmentStoreServicer", "StoreServer", "is_loopback", "main", "status_of"]
 
 _log = logging.getLogger("connector.server")
 
@@ -81,12 +83,22 @@ def _error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
     return metadata
 
 
+#: The longest message a status carries: gRPC sends it in the trailers, whose size is limited.
+_MAX_MESSAGE_CHARS = 1_000
+
+
+def _shortened(message: str) -> str:
+    if len(message) <= _MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:_MAX_MESSAGE_CHARS]}... ({len(message)} characters in all)"
+
+
 def _call(context: grpc.ServicerContext, work: Callable[[], _Response]) -> _Response:
     try:
         return work()
     except TidemarkError as error:
         context.set_trailing_metadata(_error_metadata(error))
-        context.abort(status_of(error), str(error))
+        context.abort(status_of(error), _shortened(str(error)))
         raise  # unreachable: abort raises
 
 
@@ -229,12 +241,30 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         return _pb.CompareAndSetStateResponse(written=written, current=_state_message(current))
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 possibly in brackets) is this machine only."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class StoreServer:
     """A store and the gRPC server answering for it; a context manager.
 
     ``uri`` (``tidemark://host:port``) is valid once the server has started.
     Stopping lets in-flight calls finish (up to ``grace_s``) before the store
     closes; stopping twice is harmless.
+
+    Security: with ``tls`` the port speaks TLS only (plaintext clients are
+    refused at the handshake); with ``tokens`` every call of the store's
+    service needs a bearer token holding the right on the scope it touches
+    (:mod:`connector.security`). Without ``tokens`` anyone who reaches the port
+    may do anything, so the server then listens on a loopback address only,
+    unless ``allow_unauthenticated`` says it may listen elsewhere.
     """
 
     def __init__(
@@ -242,6 +272,9 @@ class StoreServer:
         config: StoreConfig,
         listen: str = "127.0.0.1:0",
         max_workers: int = 32,
+        tls: ServerTls | None = None,
+        tokens: TokenTable | None = None,
+        allow_unauthenticated: bool = False,
     ):
         if config.max_event_size > MAX_READ_BYTES:
             msg = (
@@ -249,16 +282,30 @@ class StoreServer:
                 f"got {config.max_event_size!r}"
             )
             raise InvalidArgumentError(msg)
+        host = listen.rsplit(":", 1)[0]
+        if tokens is None and not allow_unauthenticated and not is_loopback(host):
+            msg = (
+                f"refusing to listen on {listen!r} without authentication: give a token file, "
+                "listen on a loopback address, or allow unauthenticated access explicitly"
+            )
+            raise InvalidArgumentError(msg)
+        credentials = tls.credentials() if tls is not None else None
+        self.tokens = tokens
+        self.tls = tls
         self.store = SegmentStore(config)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidemark-rpc"),
+            interceptors=[TokenInterceptor(tokens)] if tokens is not None else [],
             # No SO_REUSEPORT: a second server on a port in use must fail, not share it.
             options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         _pb_grpc.add_SegmentStoreServicer_to_server(SegmentStoreServicer(self.store), self._server)
-        host = listen.rsplit(":", 1)[0]
         try:
-            port = self._server.add_insecure_port(listen)
+            port = (
+                self._server.add_secure_port(listen, credentials)
+                if credentials is not None
+                else self._server.add_insecure_port(listen)
+            )
         except RuntimeError:  # grpcio reports a failed bind by raising (older: port 0)
             port = 0
         if port == 0:
@@ -272,7 +319,19 @@ class StoreServer:
     def start(self) -> StoreServer:
         """Starts answering calls; returns self."""
         self._server.start()
-        _log.info("serving %s from %s", self.uri, self.store.config.data_dir)
+        _log.info(
+            "serving %s from %s (%s, %s)",
+            self.uri,
+            self.store.config.data_dir,
+            "TLS" if self.tls else "plaintext",
+            f"{len(self.tokens)} token(s)" if self.tokens is not None else "no authentication",
+        )
+        if self.tokens is None:
+            _log.warning(
+                "no token file: every caller that reaches %s may read, write and manage "
+                "every scope",
+                self.address,
+            )
         return self
 
     def stop(self, grace_s: float = 2.0) -> None:
@@ -317,6 +376,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-event-size", type=int, default=1024 * 1024, help="bytes (default 1 MiB)"
     )
+    security = parser.add_argument_group("security")
+    security.add_argument("--tls-cert", help="PEM certificate chain: the port speaks TLS only")
+    security.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    security.add_argument(
+        "--tls-client-ca", help="PEM CA: clients must present a certificate it signed (mTLS)"
+    )
+    security.add_argument(
+        "--token-file",
+        help="TOML file of hashed bearer tokens and their rights per scope; reloaded on SIGHUP",
+    )
+    security.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="without --token-file, listen on a non-loopback address all the same",
+    )
     return parser
 
 
@@ -327,8 +401,20 @@ def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Cl
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
     }
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
     try:
-        return StoreServer(StoreConfig(data_dir=args.data_dir, clock=clock, **values), args.listen)
+        tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+        tokens = TokenTable(args.token_file) if args.token_file else None
+        return StoreServer(
+            StoreConfig(data_dir=args.data_dir, clock=clock, **values),
+            args.listen,
+            tls=tls,
+            tokens=tokens,
+            allow_unauthenticated=args.allow_unauthenticated,
+        )
     except InvalidArgumentError as error:
         message = str(error)
         for name in values:  # the store names its fields: say the flags instead
@@ -349,9 +435,19 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
         _log.info("received %s, stopping", signal.Signals(signum).name)
         stop.set()
 
+    def on_reload(_signum: int, _frame: object) -> None:
+        if server.tokens is None:
+            _log.info("received SIGHUP; no token file to reload")
+            return
+        try:
+            server.tokens.reload()
+        except InvalidArgumentError as error:
+            _log.error("token file not reloaded, keeping the previous tokens: %s", error)
+
     # Before announcing the address: a signal sent as soon as it is printed must stop cleanly.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_reload)
     server.start()
     print(f"listening on {server.address}", flush=True)
     # Wake up now and then: a signal that lands as this thread goes to sleep (or on another

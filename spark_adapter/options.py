@@ -28,6 +28,7 @@ from connector.reader.timestamps import (
     TimestampAssigner,
     assigner_from_path,
 )
+from connector.security.credentials import ClientCredentials, split_uri
 
 __all__ = [
     "DESERIALIZERS",
@@ -58,6 +59,17 @@ _SOURCE_OPTIONS = (
     "deserializer",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId")
+
+#: Options naming credential files (never a secret itself: Spark logs and shows options),
+#: and the :class:`ClientCredentials` field each sets. Every read and write takes them.
+_CREDENTIAL_OPTIONS = {
+    "tlsCaFile": "tls_ca_file",
+    "tlsCertFile": "tls_cert_file",
+    "tlsKeyFile": "tls_key_file",
+    "tokenFile": "token_file",
+}
+_SOURCE_OPTIONS += tuple(_CREDENTIAL_OPTIONS)
+_SINK_OPTIONS += tuple(_CREDENTIAL_OPTIONS)
 
 # --- intervals ----------------------------------------------------------------
 
@@ -202,16 +214,26 @@ def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str
 
 
 def _uri(found: dict[str, str]) -> str:
+    """The store URI, with the credential options folded into its query.
+
+    The files must be readable where tasks run: on every executor, not only the driver.
+    """
     uri = found.get("uri")
     if not uri:
         msg = "option 'uri' is required: the store's address, such as 'tidemark://host:port'"
         raise InvalidArgumentError(msg)
     try:
         parse_uri(uri)
+        base, in_uri = split_uri(uri)
     except InvalidArgumentError as error:
         msg = f"option 'uri': {error}"
         raise InvalidArgumentError(msg) from None
-    return uri
+    given = {
+        field: found[option] for option, field in _CREDENTIAL_OPTIONS.items() if found.get(option)
+    }
+    credentials = in_uri.merged(ClientCredentials(**given))
+    query = credentials.to_query()
+    return f"{base}?{query}" if query else base
 
 
 def _streams(found: dict[str, str]) -> tuple[StreamId, ...]:
@@ -260,7 +282,8 @@ class TidemarkOptions:
     """The checked options of a ``tidemark`` read, batch or streaming.
 
     Attributes:
-        uri: the store, ``tidemark://host:port``.
+        uri: the store, ``tidemark://host:port``, with the credential options
+            (``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``, ``tokenFile``) in its query.
         streams: the streams read, in the order given.
         time_domain: PROCESSING_TIME (no watermark rows, ``watermark`` null)
             or INGESTION_TIME.
@@ -418,7 +441,8 @@ class SinkOptions:
     """The checked options of a ``tidemark`` write, batch or streaming.
 
     Attributes:
-        uri: the store, ``tidemark://host:port``.
+        uri: the store, ``tidemark://host:port``, with the credential options
+            (``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``, ``tokenFile``) in its query.
         stream: the one stream written.
         routing_key_column: the string column whose value routes each event
             (default ``routing_key``).

@@ -22,10 +22,12 @@ from connector.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
+    UnauthenticatedError,
 )
 from connector.model import (
     AppendResult,
@@ -35,6 +37,8 @@ from connector.model import (
     StateValue,
     StreamDescription,
 )
+from connector.security.credentials import ClientCredentials, split_uri
+from connector.security.probe import probe_transport
 
 __all__ = ["StoreClient", "parse_uri"]
 
@@ -47,14 +51,20 @@ _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
     grpc.StatusCode.UNAVAILABLE: StoreUnavailableError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
 }
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 # What the server adds to a SegmentSealedError (see connector.server._error_metadata).
 
 
 def parse_uri(uri: str) -> str:
-    """The ``host:port`` of ``tidemark://host:port`` (or of a bare ``host:port``)."""
-    address = uri.removeprefix("tidemark://") if isinstance(uri, str) else ""
+    """The ``host:port`` of ``tidemark://host:port`` (or of a bare ``host:port``).
+
+    A query after the address (``?tls_ca_file=...``) names credentials
+    (:func:`connector.security.split_uri`) and is not part of the address.
+    """
+    address = uri.partition("?")[0].removeprefix("tidemark://") if isinstance(uri, str) else ""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         msg = f"invalid store uri {uri!r}: expected 'tidemark://host:port'"
@@ -77,11 +87,33 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
 
 
 class StoreClient:
-    """Typed calls to one store server; thread-safe, close it when done."""
+    """Typed calls to one store server; thread-safe, close it when done.
 
-    def __init__(self, uri: str, retry_timeout_s: float = 30.0, call_timeout_s: float = 60.0):
+    Credentials (TLS files, a token file) come from the URI's query
+    (``tidemark://host:port?tls_ca_file=ca.pem&token_file=token``) and from
+    ``credentials``, whose fields win; see :mod:`connector.security.credentials`.
+    A server that refuses the token raises :class:`UnauthenticatedError` or
+    :class:`PermissionDeniedError`.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        retry_timeout_s: float = 30.0,
+        call_timeout_s: float = 60.0,
+        credentials: ClientCredentials | None = None,
+    ):
         self.uri = uri
-        self._channel = grpc.insecure_channel(parse_uri(uri), options=GRPC_OPTIONS)
+        address = parse_uri(uri)
+        _, in_uri = split_uri(uri)
+        self.credentials = in_uri.merged(credentials) if credentials else in_uri
+        tls = self.credentials.channel_credentials()
+        self._channel = (
+            grpc.secure_channel(address, tls, options=GRPC_OPTIONS)
+            if tls is not None
+            else grpc.insecure_channel(address, options=GRPC_OPTIONS)
+        )
+        self._metadata = self.credentials.call_metadata()
         self._stub = _pb_grpc.SegmentStoreStub(self._channel)
         self._retry_timeout_s = retry_timeout_s
         self._call_timeout_s = call_timeout_s
@@ -92,12 +124,31 @@ class StoreClient:
         pause = 0.05
         while True:
             try:
-                return call(request, timeout=self._call_timeout_s + wait_s)
+                return call(request, timeout=self._call_timeout_s + wait_s, metadata=self._metadata)
             except grpc.RpcError as error:
                 if not (retry and error.code() in _RETRYABLE) or time.monotonic() >= deadline:
-                    raise _domain_error(error) from None
+                    raise self._explained(_domain_error(error)) from None
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+    def _explained(self, error: TidemarkError) -> TidemarkError:
+        """``error``, with a hint when the store could not be reached over the wrong transport."""
+        if not isinstance(error, StoreUnavailableError):
+            return error
+        probe = probe_transport(parse_uri(self.uri))
+        if probe == "tls" and not self.credentials.uses_tls:
+            msg = (
+                f"{error} (the server at {self.uri!r} speaks TLS and this client plaintext: "
+                "give the CA with tls_ca_file=... in the uri or in ClientCredentials)"
+            )
+            return StoreUnavailableError(msg)
+        if probe == "plaintext" and self.credentials.uses_tls:
+            msg = (
+                f"{error} (the server at {self.uri!r} does not speak TLS and this client does: "
+                "drop the TLS settings or start the server with --tls-cert/--tls-key)"
+            )
+            return StoreUnavailableError(msg)
+        return error
 
     # --- streams --------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import uuid
 from bisect import bisect_right
 from typing import Generic, TypeVar
 
+from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
@@ -33,9 +34,10 @@ class WriterConfig:
     """
 
     def __init__(self, max_batch_bytes: int = 1024 * 1024, max_batch_events: int = 20_000):
-        if max_batch_bytes <= 0 or max_batch_events <= 0:
+        if max_batch_bytes <= 0 or not 0 < max_batch_events <= MAX_EVENTS_PER_APPEND:
             msg = (
-                f"batch limits must be > 0, got {max_batch_bytes!r} bytes, "
+                f"batch limits must be > 0 bytes and 1 to {MAX_EVENTS_PER_APPEND} events, "
+                f"got {max_batch_bytes!r} bytes, "
                 f"{max_batch_events!r} events"
             )
             raise InvalidArgumentError(msg)
@@ -86,6 +88,7 @@ class EventWriter(Generic[T]):
         self._next_number: dict[str, int] = {}
         self._segments: list[SegmentDescription] = []
         self._lows: list[float] = []
+        self._stored_times: dict[str, int] = {}
         self._closed = False
         self._refresh()
 
@@ -100,15 +103,40 @@ class EventWriter(Generic[T]):
             raise ClosedError(msg)
         self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
-    def flush(self) -> None:
+    def flush(self) -> dict[str, int]:
         """Sends every queued event; returns once all are durable.
 
-        When the store cannot be reached (StoreUnavailableError), the events not
-        yet stored stay queued: call it again to retry them.
+        Returns the ingestion time the store gave the last batch stored in each
+        segment since the previous flush (epoch ms, by segment name): once a
+        segment's watermark passes that time, readers have seen those events.
+
+        Raises:
+            TidemarkError: a batch was not stored. Its events stay queued, in
+                order, and the error says how many and where: call ``flush()``
+                again to retry them (after the store is reachable again, or
+                space was freed), or :meth:`discard_pending` to drop them on
+                purpose. No event is ever dropped without one of the two.
         """
         while self._batches:
             segment = next(iter(self._batches))
             self._send(segment)
+        stored, self._stored_times = self._stored_times, {}
+        return stored
+
+    @property
+    def pending_events(self) -> int:
+        """How many written events are queued and not yet stored."""
+        return sum(len(batch.events) for batch in self._batches.values())
+
+    def discard_pending(self) -> int:
+        """Drops every queued event that is not stored yet; returns how many were dropped.
+
+        The next events continue each segment's numbering, so nothing dropped
+        here can be stored later by a retry.
+        """
+        dropped = self.pending_events
+        self._batches.clear()
+        return dropped
 
     def close(self) -> None:
         """Flushes and closes; closing twice is harmless."""
@@ -145,14 +173,22 @@ class EventWriter(Generic[T]):
         first = self._next_number.get(segment, 0)
         try:
             keys = batch.keys if any(batch.keys) else None
-            self._client.append(segment, self.writer_id, first, batch.events, keys)
+            result = self._client.append(segment, self.writer_id, first, batch.events, keys)
         except SegmentSealedError:
             self._reroute_after_scaling(batch)
             return
         except StoreUnavailableError:
             self._batches[segment] = batch  # resent by the next flush, with the same numbers
             raise
+        except TidemarkError as error:
+            self._batches[segment] = batch  # kept: dropping it would lose events silently
+            msg = (
+                f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
+                "stay queued: flush() retries them, discard_pending() drops them)"
+            )
+            raise type(error)(msg) from error
         self._next_number[segment] = first + len(batch.events)
+        self._stored_times[segment] = result.ingestion_time
 
     def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:
         """Moves the events of every segment no longer open to the successors owning their keys."""

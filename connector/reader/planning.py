@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.framing import iter_frames
+from connector.framing import Frame, iter_frames
 from connector.model import ReadResult, SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import (
@@ -419,6 +419,9 @@ def advance_within_budget(
       one is finished, whatever the budget, so event time advances on idle
       streams under a budget too.
 
+    Costs one store read per readable segment, and one more for each
+    segment read to the end of a read chunk or brought in by a finish.
+
     Raises:
         InvalidArgumentError: a limit is given and is not > 0.
     """
@@ -426,50 +429,95 @@ def advance_within_budget(
         if limit is not None and (isinstance(limit, bool) or limit <= 0):
             msg = f"{name} must be > 0 or None, got {limit!r}"
             raise InvalidArgumentError(msg)
-    state = previous.state
-    ends = dict(previous.ends)
-    events_left = max_events
-    bytes_left = max_bytes
-    planned_any = False
-    blocked: set[str] = set()  # the next event does not fit the bytes left
-    while True:
-        before, blocked_before = state, len(blocked)
-        budget_left = (events_left is None or events_left > 0) and (
-            bytes_left is None or bytes_left > 0
+    plan = _BudgetedPlan(previous.state, dict(previous.ends), max_events, max_bytes)
+    to_read = set(plan.state.cursors)
+    while to_read:
+        to_read = plan.step(client, to_read)
+    return Frontier(
+        plan.state, plan.ends, frontier_watermark(plan.state, lag_ms, previous.watermark)
+    )
+
+
+class _BudgetedPlan:
+    """The state of one :func:`advance_within_budget` call, advanced a pass at a time."""
+
+    def __init__(
+        self,
+        state: GroupState,
+        ends: dict[str, int],
+        max_events: int | None,
+        max_bytes: int | None,
+    ):
+        self.state = state
+        self.ends = ends
+        self.events_left = max_events
+        self.bytes_left = max_bytes
+        self.max_bytes = max_bytes
+        self.planned_any = False
+        self.seen: set[str] = set()  # segments read (or probed) in this plan
+
+    def _budget_left(self) -> bool:
+        return (self.events_left is None or self.events_left > 0) and (
+            self.bytes_left is None or self.bytes_left > 0
         )
-        available = {
-            segment: 0 if segment in blocked else _available(client, state, segment)
-            for segment in state.cursors
+
+    def _read(
+        self, client: StoreClient, segments: list[str]
+    ) -> dict[str, tuple[ReadResult, list[Frame], bool]]:
+        """Reads ``segments`` oldest first, each as far as the budget not yet covered allows.
+
+        Once the reads cover the budget, the others are only probed (a
+        one-byte read) for their tail watermark or end; a segment already
+        read in this plan is not probed again. Returns (result, frames, probe).
+        """
+        events = self.events_left
+        size = self.bytes_left
+        reads = {}
+        for segment in segments:
+            cursor = self.state.cursors[segment]
+            covered = (events is not None and events <= 0) or (size is not None and size <= 0)
+            if covered and segment in self.seen:
+                continue
+            chunk = 1 if covered else min(READ_CHUNK_BYTES, size or READ_CHUNK_BYTES)
+            result = client.read(segment, cursor.offset, max_bytes=chunk)
+            frames = list(iter_frames(result.data, result.offset, verify=False))
+            reads[segment] = (result, frames, covered)
+            self.seen.add(segment)
+            if not covered:
+                events = None if events is None else events - len(frames)
+                size = None if size is None else size - (result.next_offset - cursor.offset)
+        return reads
+
+    def step(self, client: StoreClient, to_read: set[str]) -> set[str]:
+        """One pass over ``to_read``; returns the segments to read in the next pass."""
+        order = [s for s in unassigned_oldest_first(self.state, ()) if s in to_read]
+        ended: dict[str, tuple[str, ...]] = {
+            s: () for s in order if self.state.cursors[s].at_end_cut
+        }
+        reads = self._read(client, [s for s in order if s not in ended])
+        wants = {
+            s: 0 if probe or not frames else frames[-1].end - frames[0].offset
+            for s, (_, frames, probe) in reads.items()
         }
         grants = (
-            allocate_bytes(state, available, bytes_left)
-            if budget_left
-            else dict.fromkeys(available, 0)
+            allocate_bytes(self.state, wants, self.bytes_left)
+            if self.bytes_left is None or self.bytes_left > 0
+            else dict.fromkeys(wants, 0)
         )
         reachable: dict[str, int] = {}
         watermarks: dict[str, int] = {}
-        ended: dict[str, tuple[str, ...]] = {}
-        for segment in unassigned_oldest_first(state, ()):
-            cursor = state.cursors[segment]
-            if cursor.at_end_cut:
-                ended[segment] = ()
+        more: set[str] = set()
+        for segment in order:
+            if segment not in reads:
                 continue
-            if events_left is not None and events_left <= 0:
-                grants[segment] = 0
+            cursor = self.state.cursors[segment]
+            result, frames, probe = reads[segment]
             grant = grants.get(segment, 0)
-            idle = available[segment] == 0 and segment not in blocked
-            if grant == 0 and not idle:
-                continue
-            chunk = min(grant, READ_CHUNK_BYTES) if grant else 1
-            result = client.read(segment, cursor.offset, max_bytes=chunk)
-            frames = list(iter_frames(result.data, result.offset, verify=False))
             taken = [f for f in frames if f.end - cursor.offset <= grant]
-            if not taken and frames and grant and not planned_any and bytes_left == max_bytes:
+            if frames and not taken and not probe and not self.planned_any:
                 taken = frames[:1]  # larger than the whole budget: alone, or never
-            elif not taken and frames and grant:
-                blocked.add(segment)
-            if events_left is not None:
-                taken = taken[: max(events_left, 0)]
+            if self.events_left is not None:
+                taken = taken[: max(self.events_left, 0)]
             stop = taken[-1].end if taken else cursor.offset
             whole = stop == result.next_offset
             watermark = watermark_after(
@@ -479,39 +527,27 @@ def advance_within_budget(
             if watermark is not None:
                 watermarks[segment] = watermark
             if taken:
-                planned_any = True
-                if events_left is not None:
-                    events_left -= len(taken)
-                if bytes_left is not None:
-                    bytes_left -= stop - cursor.offset
+                self.planned_any = True
+                if self.events_left is not None:
+                    self.events_left -= len(taken)
+                if self.bytes_left is not None:
+                    self.bytes_left -= stop - cursor.offset
             if whole and result.end_of_segment:
                 ended[segment] = result.successors
-        for segment, offset in plan_cut(state, reachable).items():
+            elif whole and taken:
+                more.add(segment)  # read to the end of its chunk: there may be more
+        for segment, offset in plan_cut(self.state, reachable).items():
             if segment in reachable:
-                watermark = watermarks.get(segment, state.cursors[segment].watermark)
-                state = advance(state, segment, offset, watermark)
+                watermark = watermarks.get(segment, self.state.cursors[segment].watermark)
+                self.state = advance(self.state, segment, offset, watermark)
+        before = set(self.state.cursors)
         for segment, successors in ended.items():
-            ends[segment] = state.cursors[segment].offset
-            state = finish(state, segment, successors_of(client, segment, successors))
-        if _same_positions(before, state) and len(blocked) == blocked_before:
-            break
-    return Frontier(state, ends, frontier_watermark(state, lag_ms, previous.watermark))
-
-
-def _available(client: StoreClient, state: GroupState, segment: str) -> int:
-    """Bytes readable beyond the cursor of ``segment``: to its tail, or to its end cut."""
-    cursor = state.cursors[segment]
-    stop = client.segment_info(segment).write_offset
-    if cursor.end is not None:
-        stop = min(stop, cursor.end)
-    return max(0, stop - cursor.offset)
-
-
-def _same_positions(before: GroupState, after: GroupState) -> bool:
-    """Whether no offset moved and no segment finished (a watermark alone is no progress)."""
-    return before.finished == after.finished and {
-        s: c.offset for s, c in before.cursors.items()
-    } == {s: c.offset for s, c in after.cursors.items()}
+            self.ends[segment] = self.state.cursors[segment].offset
+            self.state = finish(self.state, segment, successors_of(client, segment, successors))
+        brought_in = set(self.state.cursors) - before
+        if self._budget_left():
+            return more | brought_in
+        return brought_in - self.seen
 
 
 # --- ranges ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from connector.model import SegmentInfo
+from connector.store.disk import write_all
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
@@ -78,11 +79,21 @@ class Segment:
         return self.pending_time
 
     def write(self, frames: bytes) -> int:
-        """Appends framed events to the data file (not yet durable); returns the new end."""
-        os.write(self._write_fd, frames)
+        """Appends framed events to the data file (not yet durable); returns the new end.
+
+        All of ``frames`` or nothing: on a failed or short write the file is cut
+        back and the ``OSError`` raised, and the pending end does not move.
+        """
+        write_all(self._write_fd, frames, self.pending_end)
         self.pending_end += len(frames)
         self.dirty = True
         return self.pending_end
+
+    def roll_back(self, end: int) -> None:
+        """Forgets pending data after ``end`` (a group that failed to commit): cuts the file."""
+        if self.pending_end > end:
+            os.ftruncate(self._write_fd, end)
+        self.pending_end = end
 
     def sync(self) -> None:
         """Makes the written data durable."""

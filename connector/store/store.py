@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.clock import Clock, SystemClock
 from connector.errors import (
     AlreadyExistsError,
@@ -34,6 +35,7 @@ from connector.errors import (
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
+    quoted,
 )
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES, encode_frames
 from connector.model import (
@@ -45,6 +47,7 @@ from connector.model import (
     StreamDescription,
 )
 from connector.names import SegmentId, validate_name
+from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.segment import Segment
 
@@ -141,6 +144,9 @@ class SegmentStore:
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
         self._dirty: set[Segment] = set()
+        # How to take back the pending changes of the group being prepared, should its
+        # commit fail: run in reverse, they leave the sequencer's view as it was durable.
+        self._undo: list[Callable[[], None]] = []
         self._closed = threading.Event()
         self._failure: BaseException | None = None
         self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
@@ -254,7 +260,9 @@ class SegmentStore:
                 if not s.pending_sealed
             ]
             for number, _ in sealed:
-                target.segments[number].pending_sealed = True
+                segment = target.segments[number]
+                segment.pending_sealed = True
+                self._undo.append(lambda segment=segment: setattr(segment, "pending_sealed", False))
             record = {"op": "seal_stream", "scope": scope, "stream": stream, "sealed": sealed}
             return self._record(record)
 
@@ -284,7 +292,7 @@ class SegmentStore:
         """
         target = self._segment_named(segment)
         if not writer_id or len(writer_id) > 256:
-            msg = f"writer_id must be 1 to 256 characters, got {writer_id!r}"
+            msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
             raise InvalidArgumentError(msg)
         if first_event_number < 0:
             msg = f"first_event_number must be >= 0, got {first_event_number!r}"
@@ -292,6 +300,12 @@ class SegmentStore:
         if not events:
             msg = f"an append to {segment!r} needs at least one event"
             raise InvalidArgumentError(msg)
+        if len(events) > MAX_EVENTS_PER_APPEND:
+            msg = (
+                f"an append to {segment!r} has {len(events)} events, over the limit of "
+                f"{MAX_EVENTS_PER_APPEND} per append: send smaller batches"
+            )
+            raise ResourceExhaustedError(msg)
         if routing_keys and len(routing_keys) != len(events):
             msg = (
                 f"an append to {segment!r} has {len(routing_keys)} routing keys for "
@@ -324,10 +338,8 @@ class SegmentStore:
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None,
     ) -> _Publish:
-        if target.pending_sealed:
-            msg = f"segment {target.name!r} is sealed"
-            raise SegmentSealedError(msg, target.name, target.successors)
-        expected = target.writer_numbers.get(writer_id, -1) + 1
+        previous_number = target.writer_numbers.get(writer_id)
+        expected = (-1 if previous_number is None else previous_number) + 1
         if first > expected:
             msg = (
                 f"writer {writer_id!r} sent event number {first} to {target.name!r}, "
@@ -337,13 +349,29 @@ class SegmentStore:
         fresh = events[expected - first :]
         duplicates = len(events) - len(fresh)
         if not fresh:
+            # Before the seal check: a retry of a batch stored before the segment was
+            # sealed is answered as stored, so its writer does not re-route it to the
+            # successors and store it twice.
             end = target.pending_end
             return lambda: AppendResult(end, 0, 0, duplicates)
+        if target.pending_sealed:
+            msg = f"segment {target.name!r} is sealed"
+            raise SegmentSealedError(msg, target.name, target.successors)
         time_ms = target.next_time(self._clock.now_ms())
         keys = routing_keys[expected - first :] if routing_keys else None
+        previous_end = target.pending_end
         end = target.write(encode_frames(fresh, time_ms, keys))
         last = first + len(events) - 1
         target.writer_numbers[writer_id] = last
+
+        def undo() -> None:
+            target.roll_back(previous_end)
+            if previous_number is None:
+                target.writer_numbers.pop(writer_id, None)
+            else:
+                target.writer_numbers[writer_id] = previous_number
+
+        self._undo.append(undo)
         self._dirty.add(target)
         publish = self._record(
             {
@@ -606,31 +634,56 @@ class SegmentStore:
             return op.prepare()
         except TidemarkError as error:
             op.future.set_exception(error)
+        except OSError as error:  # the data file's write failed; nothing of it stays
+            _log.warning("a change was not stored: %s", error)
+            op.future.set_exception(domain_error(error, "the change"))
         except Exception as error:  # a bug: report it to the caller, keep serving
             _log.exception("operation failed")
             op.future.set_exception(error)
         return None
 
     def _commit(self, group: list[tuple[_Op, _Publish]]) -> None:
+        """Makes a group durable, then publishes it; or fails all of it and takes it back.
+
+        A group whose data or journal could not be made durable (a full disk, an
+        I/O error) is failed whole, its data cut off the files and the
+        sequencer's view rolled back, so the store goes on serving reads and
+        takes the next change as if the group had never been tried. Only when
+        taking it back fails too does the store stop accepting changes.
+        """
+        undo, self._undo = self._undo, []
         if not group:
             return
         try:
             for segment in self._dirty:
                 segment.sync()
-            self._dirty.clear()
             self._journal.sync()
         except OSError as error:
-            _log.exception("commit failed; the store stops accepting changes")
-            self._failure = error
+            _log.warning("a group of %d change(s) was not stored: %s", len(group), error)
+            self._roll_back(undo)
+            failure = domain_error(error, "the change")
             for op, _ in group:
-                op.future.set_exception(StoreUnavailableError(f"the store failed: {error}"))
+                op.future.set_exception(failure)
             return
+        finally:
+            self._dirty.clear()
         for op, publish in group:
             try:
                 op.future.set_result(publish())
             except Exception as error:
                 _log.exception("publishing failed")
                 op.future.set_exception(error)
+
+    def _roll_back(self, undo: list[Callable[[], None]]) -> None:
+        self._journal.discard()
+        try:
+            for step in reversed(undo):
+                step()
+        except OSError as error:
+            _log.exception(
+                "a failed group could not be taken back; the store stops accepting changes"
+            )
+            self._failure = error
 
     def _record(self, record: dict[str, Any]) -> _Publish:
         """Queues ``record`` in the journal; the returned callable applies it."""
@@ -814,5 +867,5 @@ def _scale_ranges(segments: list[Segment], split_count: int) -> list[tuple[float
 
 def _check_state_key(key: str) -> None:
     if not isinstance(key, str) or not 0 < len(key) <= 512:
-        msg = f"state key must be 1 to 512 characters, got {key!r}"
+        msg = f"state key must be 1 to 512 characters, got {quoted(key)}"
         raise InvalidArgumentError(msg)

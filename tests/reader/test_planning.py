@@ -271,8 +271,13 @@ def test_an_idle_segment_advances_while_another_uses_up_the_budget(
 # --- successors -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "budget",
+    [{"max_events": 5}, {"max_bytes": 200}, {"max_events": 3, "max_bytes": 150}],
+    ids=["events", "bytes", "both"],
+)
 def test_budgeted_plans_read_successors_only_after_all_their_predecessors(
-    store: tuple[Any, StoreClient], clock: ManualClock
+    store: tuple[Any, StoreClient], clock: ManualClock, budget: dict[str, int]
 ) -> None:
     _, client = store
     manager = StreamManager(client)
@@ -287,16 +292,20 @@ def test_budgeted_plans_read_successors_only_after_all_their_predecessors(
     clock.advance(5)
     more = write(client, stream, clock, keys, rounds=2)
 
-    plans = plan_all(client, start, max_events=5)
+    plans = plan_all(client, start, **budget)
     seen: list[str] = []
-    finished: set[str] = set()
     description = client.describe_stream(scope, name)
     for before, after in plans:
-        for segment_range in ranges_between(before, after):
+        ranges = ranges_between(before, after)
+        for segment_range in ranges:
+            # Read in this plan only if every predecessor is finished by its end.
             predecessors = description.segment(segment_range.segment).predecessors
-            assert set(predecessors) <= finished | set(before.state.finished), segment_range
+            assert set(predecessors) <= after.state.finished, segment_range
             seen.append(segment_range.segment)
-        finished |= set(after.state.finished)
+        events = events_in(client, ranges)
+        assert len(events) <= budget.get("max_events", len(events))
+        size = sum(r.stop - r.start for r in ranges)
+        assert len(events) == 1 or size <= budget.get("max_bytes", size), (events, size)
     assert Counter(events_in(client, [r for a, b in plans for r in ranges_between(a, b)])) == (
         Counter(written + more)
     )

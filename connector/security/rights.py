@@ -1,0 +1,94 @@
+"""Who may do what: the right each call needs, on which scope. Pure functions.
+
+Every resource of the store lives under a scope: streams (``scope/stream``),
+segments (``scope/stream/N``), the writer ids of a segment's appends, and
+state keys, which are named ``kind/scope/...`` (reader groups keep theirs
+under ``readergroup/scope/group``). A right on a scope covers all of them;
+a right on ``*`` covers every scope.
+
+- ``read``: describe streams, read segments and their watermarks, take part
+  in a reader group (read and compare-and-set its state);
+- ``write``: append events (and so learn a writer's next event number);
+- ``manage``: create scopes and streams, scale and seal streams.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connector._proto import store_pb2 as _pb
+
+__all__ = ["ANY_SCOPE", "Need", "Right", "need_of", "scope_of_state_key"]
+
+_STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
+
+#: A scope name in a grant that stands for every scope.
+ANY_SCOPE = "*"
+
+
+class Right(enum.Enum):
+    """One of the three rights a token holds on a scope."""
+
+    READ = "read"
+    WRITE = "write"
+    MANAGE = "manage"
+
+
+@dataclass(frozen=True)
+class Need:
+    """The right a call needs and the scope it needs it on (``*``: every scope)."""
+
+    right: Right
+    scope: str
+
+
+# Method name (the last part of the gRPC path) -> (right, request field naming the resource,
+# how that field's value names its scope).
+_RULES: Mapping[str, tuple[Right, str, str]] = {
+    "CreateScope": (Right.MANAGE, "scope", "scope"),
+    "CreateStream": (Right.MANAGE, "scope", "scope"),
+    "ScaleStream": (Right.MANAGE, "scope", "scope"),
+    "SealStream": (Right.MANAGE, "scope", "scope"),
+    "DescribeStream": (Right.READ, "scope", "scope"),
+    "AppendEvents": (Right.WRITE, "segment", "segment"),
+    "ReadSegment": (Right.READ, "segment", "segment"),
+    "GetSegmentInfo": (Right.READ, "segment", "segment"),
+    "GetState": (Right.READ, "key", "state"),
+    "CompareAndSetState": (Right.READ, "key", "state"),
+}
+
+
+def scope_of_state_key(key: str) -> str:
+    """The scope a state key belongs to: its second part (``kind/scope/...``).
+
+    A key of another shape belongs to no scope, so only a grant on ``*`` covers it.
+    """
+    parts = key.split("/")
+    return parts[1] if len(parts) >= 3 and parts[1] else ANY_SCOPE
+
+
+def need_of(method: str, request: Any) -> Need | None:
+    """The right ``method`` (a gRPC method path or name) needs for ``request``.
+
+    None for a method outside the store's service (health checks, reflection),
+    which needs no right. A method of the store that has no rule here needs
+    ``manage`` on every scope, so a new call is closed until it is given a rule.
+    """
+    service, _, name = method.rpartition("/")
+    if service and service.lstrip("/") != _STORE_SERVICE:
+        return None
+    rule = _RULES.get(name)
+    if rule is None:
+        return Need(Right.MANAGE, ANY_SCOPE)
+    right, field, kind = rule
+    value = str(getattr(request, field, ""))
+    if kind == "scope":
+        scope = value
+    elif kind == "segment":
+        scope = value.split("/", 1)[0]
+    else:
+        scope = scope_of_state_key(value)
+    return Need(right, scope or ANY_SCOPE)

@@ -1,0 +1,118 @@
+"""Which right each call needs, and what a token file grants: pure, no server."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from connector._proto import store_pb2 as pb
+from connector.errors import InvalidArgumentError
+from connector.security import Need, Right, TokenTable, hash_token, need_of, token_entry
+
+_SERVICE = "/tidemark.v1.SegmentStore/"
+
+
+@pytest.mark.parametrize(
+    ("method", "request_message", "need"),
+    [
+        ("CreateScope", pb.CreateScopeRequest(scope="iot"), Need(Right.MANAGE, "iot")),
+        (
+            "CreateStream",
+            pb.CreateStreamRequest(scope="iot", stream="s"),
+            Need(Right.MANAGE, "iot"),
+        ),
+        ("SealStream", pb.SealStreamRequest(scope="iot", stream="s"), Need(Right.MANAGE, "iot")),
+        ("ScaleStream", pb.ScaleStreamRequest(scope="iot", stream="s"), Need(Right.MANAGE, "iot")),
+        (
+            "DescribeStream",
+            pb.DescribeStreamRequest(scope="iot", stream="s"),
+            Need(Right.READ, "iot"),
+        ),
+        ("AppendEvents", pb.AppendRequest(segment="iot/s/0"), Need(Right.WRITE, "iot")),
+        ("ReadSegment", pb.ReadRequest(segment="iot/s/3"), Need(Right.READ, "iot")),
+        ("GetSegmentInfo", pb.SegmentInfoRequest(segment="iot/s/0"), Need(Right.READ, "iot")),
+        ("GetState", pb.GetStateRequest(key="readergroup/iot/g"), Need(Right.READ, "iot")),
+        (
+            "CompareAndSetState",
+            pb.CompareAndSetStateRequest(key="readergroup/iot/g"),
+            Need(Right.READ, "iot"),
+        ),
+        ("GetState", pb.GetStateRequest(key="loose-key"), Need(Right.READ, "*")),
+    ],
+)
+def test_each_call_needs_one_right_on_the_scope_it_touches(method, request_message, need):
+    assert need_of(_SERVICE + method, request_message) == need
+
+
+def test_a_store_call_without_a_rule_needs_manage_on_every_scope():
+    assert need_of(_SERVICE + "SomeNewCall", object()) == Need(Right.MANAGE, "*")
+
+
+def test_calls_outside_the_store_service_need_no_right():
+    assert need_of("/grpc.health.v1.Health/Check", object()) is None
+
+
+def _table(tmp_path: pathlib.Path, text: str) -> TokenTable:
+    path = tmp_path / "tokens.toml"
+    path.write_text(text)
+    return TokenTable(path)
+
+
+def test_a_token_file_grants_rights_per_scope_and_keeps_only_hashes(tmp_path):
+    token = "t" * 43
+    table = _table(tmp_path, token_entry("ingest", token, {"iot": ["read", "write"]}))
+    assert token not in (tmp_path / "tokens.toml").read_text()
+    assert hash_token(token) in (tmp_path / "tokens.toml").read_text()
+    principal = table.principal(token)
+    assert principal is not None and principal.name == "ingest"
+    assert principal.allows(Need(Right.WRITE, "iot"))
+    assert not principal.allows(Need(Right.MANAGE, "iot"))
+    assert not principal.allows(Need(Right.READ, "other"))
+    assert not principal.allows(Need(Right.READ, "*"))
+    assert table.principal("u" * 43) is None
+
+
+def test_a_grant_on_every_scope_covers_keys_outside_any_scope(tmp_path):
+    token = "a" * 43
+    table = _table(tmp_path, token_entry("admin", token, {"*": ["read"]}))
+    principal = table.principal(token)
+    assert principal is not None
+    assert principal.allows(Need(Right.READ, "*")) and principal.allows(Need(Right.READ, "iot"))
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('[[token]]\nname = "x"\nsha256 = "abc"\n', "'abc'"),
+        ('[[token]]\nsha256 = "' + "0" * 64 + '"\n', "'name'"),
+        (
+            '[[token]]\nname = "x"\nsha256 = "' + "0" * 64 + '"\nrights = { iot = ["fly"] }\n',
+            "['fly']",
+        ),
+        ("[[token]\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_token_file_is_refused_naming_the_bad_value(tmp_path, text, named):
+    with pytest.raises(InvalidArgumentError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        _table(tmp_path, text)
+
+
+def test_a_failed_reload_keeps_the_previous_tokens(tmp_path):
+    token = "k" * 43
+    table = _table(tmp_path, token_entry("one", token, {"iot": ["read"]}))
+    (tmp_path / "tokens.toml").write_text("not toml [")
+    with pytest.raises(InvalidArgumentError):
+        table.reload()
+    assert table.principal(token) is not None
+
+
+def test_the_token_command_writes_the_token_and_prints_an_entry_that_grants_it(tmp_path, capsys):
+    from connector.security.__main__ import main
+
+    main(["ingest", "--grant", "iot=read,write", "--token-out", str(tmp_path / "t")])
+    (tmp_path / "tokens.toml").write_text(capsys.readouterr().out)
+    token = (tmp_path / "t").read_text().strip()
+    assert (tmp_path / "t").stat().st_mode & 0o777 == 0o600
+    principal = TokenTable(tmp_path / "tokens.toml").principal(token)
+    assert principal is not None and principal.allows(Need(Right.WRITE, "iot"))

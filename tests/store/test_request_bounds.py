@@ -1,0 +1,47 @@
+"""Names parsed strictly, long values quoted short, and one request's cost bounded."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from connector import StreamManager
+from connector._proto import store_pb2 as pb
+from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.errors import InvalidArgumentError, ResourceExhaustedError
+from connector.names import SegmentId
+
+
+@pytest.mark.parametrize(
+    "name", ["a/b/²", "a/b/٣", "a/b/007", "a/b/-1", "a/b/ 1", "a/b/" + "9" * 4300]
+)
+def test_a_segment_number_is_ascii_digits_with_one_spelling(name):
+    with pytest.raises(InvalidArgumentError, match="invalid segment"):
+        SegmentId.parse(name)
+
+
+def test_a_segment_number_parses_in_its_one_spelling():
+    assert SegmentId.parse("a/b/0").number == 0
+    assert SegmentId.parse("a/b/12").number == 12
+
+
+@pytest.mark.parametrize("name", ["r/s/²", "r/s/" + "9" * 4300, "r/s/007", "x" * 100_000])
+def test_bad_segment_names_are_invalid_argument_over_grpc_never_unknown(store_stub, name):
+    with pytest.raises(grpc.RpcError) as refused:
+        store_stub.ReadSegment(pb.ReadRequest(segment=name, offset=0, max_bytes=10), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(refused.value.details()) < 2_000
+
+
+def test_a_long_name_is_quoted_short_in_the_error(store_client):
+    with pytest.raises(InvalidArgumentError) as refused:
+        StreamManager(store_client).create_scope("x" * 100_000)
+    assert "(100000 characters)" in str(refused.value) and len(str(refused.value)) < 500
+
+
+def test_an_append_over_the_event_count_limit_is_refused_before_it_costs(store_client):
+    StreamManager(store_client).create_scope("r")
+    StreamManager(store_client).create_stream("r", "s", segment_count=1)
+    with pytest.raises(ResourceExhaustedError, match=f"over the limit of {MAX_EVENTS_PER_APPEND}"):
+        store_client.append("r/s/0", "w", 0, [b"x"] * (MAX_EVENTS_PER_APPEND + 1))
+    assert store_client.segment_info("r/s/0").write_offset == 0
