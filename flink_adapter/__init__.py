@@ -1,8 +1,26 @@
-"""The PyFlink adapter: not built yet.
+"""The PyFlink adapter: a Tidemark source whose group watermarks become Flink's event time.
 
-It will stand on the same reader core as the Spark adapter (see
-``connector.reader``): a coordinator keeping the group state in Flink keyed
-state, read tasks broadcast to the read subtasks, and the group watermark
-turned into Flink's event time through a watermark column. Nothing here is
-importable API yet.
+- :class:`FlinkTidemarkReader` and its builder (``FlinkTidemarkReader.builder()``);
+- :class:`EventTimeOrderingFunction`: a keyed function that emits each key's
+  events in event-time order and sends late ones to :data:`LATE_EVENTS`.
+
+It plans and reads through the reader core (:mod:`connector.reader.planning`),
+as the Spark adapter does. Import it only where PyFlink is installed
+(``pip install tidemark[flink]``).
 """
+
+from connector.reader.events import TimeDomain
+from connector.reader.planning import StartPosition
+from flink_adapter.builder import FlinkTidemarkReaderBuilder
+from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction
+from flink_adapter.source import OUTPUT_FIELDS, FlinkTidemarkReader
+
+__all__ = [
+    "LATE_EVENTS",
+    "OUTPUT_FIELDS",
+    "EventTimeOrderingFunction",
+    "FlinkTidemarkReader",
+    "FlinkTidemarkReaderBuilder",
+    "StartPosition",
+    "TimeDomain",
+]

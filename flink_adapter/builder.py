@@ -1,0 +1,261 @@
+"""The builder of a :class:`~flink_adapter.source.FlinkTidemarkReader`, FlinkPravegaReader-style.
+
+Every ``with_*`` method returns the builder; :meth:`build` checks everything
+in Python and raises :class:`~connector.errors.InvalidArgumentError` naming
+the option, before any job is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from connector.client.connection import parse_uri
+from connector.client.serializers import SERIALIZER_NAMES
+from connector.errors import InvalidArgumentError
+from connector.names import StreamId, validate_name
+from connector.reader.events import TimeDomain, to_millis
+from connector.reader.planning import StartPosition
+from connector.security.credentials import ClientCredentials, split_uri
+from flink_adapter.settings import SourceSettings, StreamSpec
+from flink_adapter.source import FlinkTidemarkReader
+
+__all__ = ["FlinkTidemarkReaderBuilder"]
+
+
+class FlinkTidemarkReaderBuilder:
+    """Collects a source's options; :meth:`build` checks them and returns the reader."""
+
+    def __init__(self) -> None:
+        self._uri: str | None = None
+        self._credentials: ClientCredentials | None = None
+        self._default_scope: str | None = None
+        self._streams: list[tuple[str, Any, Any]] = []
+        self._options: dict[str, Any] = {}
+
+    def with_store(
+        self,
+        uri: str,
+        default_scope: str | None = None,
+        credentials: ClientCredentials | None = None,
+    ) -> FlinkTidemarkReaderBuilder:
+        """The store: its URI (``tidemark://host:port``), and more.
+
+        ``default_scope`` qualifies stream names given without one;
+        ``credentials`` names TLS and token files (or put them in the URI's query).
+        """
+        self._uri, self._default_scope, self._credentials = uri, default_scope, credentials
+        return self
+
+    def for_stream(
+        self,
+        name: str,
+        start: StartPosition | str | Mapping[str, int] = "earliest",
+        end: StartPosition | str | Mapping[str, int] | None = None,
+    ) -> FlinkTidemarkReaderBuilder:
+        """Reads stream ``name`` (``scope/stream``, or ``stream`` in the default scope).
+
+        From ``start`` (earliest, latest or a cut) and, for a bounded read, up to ``end``.
+        """
+        self._streams.append((name, start, end))
+        return self
+
+    def with_deserialization_schema(self, name: str) -> FlinkTidemarkReaderBuilder:
+        """``bytes`` (the default), ``string`` or ``json``."""
+        return self._set("deserialization_schema", name)
+
+    def with_time_domain(self, domain: TimeDomain | str) -> FlinkTidemarkReaderBuilder:
+        """``PROCESSING_TIME`` (the default: no watermarks) or ``INGESTION_TIME``."""
+        return self._set("time_domain", domain)
+
+    def with_timestamp_assigner(self, assigner: str) -> FlinkTidemarkReaderBuilder:
+        """Event time: a JSON field's name, or a ``module:function`` path."""
+        return self._set("timestamp_assigner", assigner)
+
+    def with_max_event_time_lag(self, lag: int | timedelta) -> FlinkTidemarkReaderBuilder:
+        """How far event time may trail ingestion time (ms or a timedelta), default 0."""
+        return self._set("max_event_time_lag", lag)
+
+    def with_reader_group_name(self, name: str) -> FlinkTidemarkReaderBuilder:
+        """The name of the source's state and operators."""
+        return self._set("reader_group_name", name)
+
+    def uid(self, uid: str) -> FlinkTidemarkReaderBuilder:
+        """The uid prefix of the source's operators (keep it to restore from a savepoint)."""
+        return self._set("uid", uid)
+
+    def with_event_read_timeout(self, timeout: int | timedelta) -> FlinkTidemarkReaderBuilder:
+        """How long one store call may take (ms or a timedelta), default 60 s."""
+        return self._set("event_read_timeout", timeout)
+
+    def with_parallelism(self, parallelism: int) -> FlinkTidemarkReaderBuilder:
+        """Reader subtasks (default: the environment's parallelism)."""
+        return self._set("parallelism", parallelism)
+
+    def with_epoch_interval(self, interval: int | timedelta) -> FlinkTidemarkReaderBuilder:
+        """How often the coordinator plans reads (ms or a timedelta), default 100 ms."""
+        return self._set("epoch_interval", interval)
+
+    def with_epoch_budget(
+        self, max_events: int | None = 100_000, max_bytes: int | None = 64 * 1024 * 1024
+    ) -> FlinkTidemarkReaderBuilder:
+        """The most events and bytes one epoch reads (None: no limit)."""
+        return self._set("epoch_budget", (max_events, max_bytes))
+
+    def build(self) -> FlinkTidemarkReader:
+        """The reader these options describe.
+
+        Raises:
+            InvalidArgumentError: naming the option whose value is wrong or missing.
+        """
+        return FlinkTidemarkReader(self._settings())
+
+    def _set(self, option: str, value: Any) -> FlinkTidemarkReaderBuilder:
+        self._options[option] = value
+        return self
+
+    def _settings(self) -> SourceSettings:
+        options = self._options
+        uri = self._checked_uri()
+        streams = self._checked_streams()
+        schema = options.get("deserialization_schema", "bytes")
+        if schema not in SERIALIZER_NAMES:
+            expected = list(SERIALIZER_NAMES)
+            msg = f"with_deserialization_schema: expected one of {expected}, got {schema!r}"
+            raise InvalidArgumentError(msg)
+        domain = _time_domain(options.get("time_domain", TimeDomain.PROCESSING_TIME))
+        assigner = options.get("timestamp_assigner")
+        field, path = None, None
+        if assigner is not None:
+            if not isinstance(assigner, str) or not assigner:
+                msg = (
+                    "with_timestamp_assigner: expected a field name or 'module:function', "
+                    f"got {assigner!r}"
+                )
+                raise InvalidArgumentError(msg)
+            if ":" in assigner:
+                path = assigner
+            elif schema != "json":
+                msg = (
+                    f"with_timestamp_assigner: field {assigner!r} needs the json schema, "
+                    f"not {schema!r}"
+                )
+                raise InvalidArgumentError(msg)
+            else:
+                field = assigner
+        group = options.get("reader_group_name", "flink-reader")
+        _checked("with_reader_group_name", lambda: validate_name("reader group", group))
+        parallelism = options.get("parallelism")
+        if parallelism is not None and (
+            isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
+        ):
+            msg = f"with_parallelism: expected an integer >= 1, got {parallelism!r}"
+            raise InvalidArgumentError(msg)
+        max_events, max_bytes = options.get("epoch_budget", (100_000, 64 * 1024 * 1024))
+        for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+            if limit is not None and (
+                isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+            ):
+                msg = f"with_epoch_budget: {name} must be an integer >= 1 or None, got {limit!r}"
+                raise InvalidArgumentError(msg)
+        interval = _millis("with_epoch_interval", options.get("epoch_interval", 100))
+        if not 1 <= interval <= 60_000:
+            msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
+            raise InvalidArgumentError(msg)
+        timeout = _millis("with_event_read_timeout", options.get("event_read_timeout", 60_000))
+        if timeout < 1:
+            msg = f"with_event_read_timeout: expected at least 1 ms, got {timeout!r} ms"
+            raise InvalidArgumentError(msg)
+        return SourceSettings(
+            uri=uri,
+            streams=streams,
+            deserializer=schema,
+            time_domain=domain,
+            timestamp_field=field,
+            timestamp_assigner=path,
+            max_event_time_lag_ms=_millis(
+                "with_max_event_time_lag", options.get("max_event_time_lag", 0)
+            ),
+            reader_group=group,
+            uid=options.get("uid"),
+            read_timeout_ms=timeout,
+            parallelism=parallelism,
+            epoch_interval_ms=interval,
+            max_events_per_epoch=max_events,
+            max_bytes_per_epoch=max_bytes,
+        )
+
+    def _checked_uri(self) -> str:
+        if self._uri is None:
+            msg = "with_store: the store's uri is required, such as 'tidemark://host:port'"
+            raise InvalidArgumentError(msg)
+        uri = self._uri
+        _checked("with_store", lambda: parse_uri(uri))
+        base, in_uri = _checked("with_store", lambda: split_uri(uri))
+        credentials = in_uri.merged(self._credentials) if self._credentials else in_uri
+        query = credentials.to_query()
+        return f"{base}?{query}" if query else base
+
+    def _checked_streams(self) -> tuple[StreamSpec, ...]:
+        if not self._streams:
+            msg = "for_stream: at least one stream is required"
+            raise InvalidArgumentError(msg)
+        specs = []
+        for name, start, end in self._streams:
+            qualified = (
+                name
+                if "/" in name or self._default_scope is None
+                else f"{self._default_scope}/{name}"
+            )
+            stream = _checked("for_stream", lambda q=qualified: StreamId.parse(q))
+            specs.append(
+                StreamSpec(
+                    str(stream),
+                    _checked("for_stream start", lambda s=start: StartPosition.of(s)),
+                    None
+                    if end is None
+                    else _checked("for_stream end", lambda e=end: StartPosition.of(e)),
+                )
+            )
+        if len({s.name for s in specs}) != len(specs):
+            msg = f"for_stream: a stream is named twice in {[s.name for s in specs]!r}"
+            raise InvalidArgumentError(msg)
+        if len({s.start for s in specs}) > 1 and any(s.start.kind != "offsets" for s in specs):
+            msg = (
+                "for_stream: streams read together share one start (earliest, latest), "
+                "or each gives a cut"
+            )
+            raise InvalidArgumentError(msg)
+        bounded = {s.end is not None for s in specs}
+        if len(bounded) > 1:
+            msg = (
+                "for_stream: give every stream an end for a bounded read, "
+                "or none for an unbounded one"
+            )
+            raise InvalidArgumentError(msg)
+        return tuple(specs)
+
+
+def _checked(option: str, check: Any) -> Any:
+    try:
+        return check()
+    except InvalidArgumentError as error:
+        msg = f"{option}: {error}"
+        raise InvalidArgumentError(msg) from None
+
+
+def _millis(option: str, value: Any) -> int:
+    return int(_checked(option, lambda: to_millis(option, value)))
+
+
+def _time_domain(value: Any) -> TimeDomain:
+    if isinstance(value, TimeDomain):
+        return value
+    for domain in TimeDomain:
+        if isinstance(value, str) and value.replace("_", "").lower() == domain.value.lower():
+            return domain
+        if isinstance(value, str) and value.upper() == domain.name:
+            return domain
+    msg = f"with_time_domain: expected PROCESSING_TIME or INGESTION_TIME, got {value!r}"
+    raise InvalidArgumentError(msg)

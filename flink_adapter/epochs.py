@@ -1,0 +1,136 @@
+"""One coordinator epoch: plan read tasks with the core planner, and say the epoch's watermark.
+
+Pure functions over a :class:`~connector.reader.planning.Frontier` and a store
+client; the Flink coordinator calls :func:`plan_epoch` once per tick and keeps
+the frontier it returns in its keyed state. Nothing here knows Flink, so it is
+tested against a real store alone.
+
+An epoch's records, in the order the coordinator emits them:
+
+- one :class:`ReadTask` per lineage chain of the epoch's ranges (segments
+  related by scaling share a chain, read in order by one reader subtask);
+- then one :class:`EpochEnd` carrying the epoch's event-time watermark
+  ``W_e`` (the frontier's: group watermark less the lag, only when it rose).
+
+Every task carries the watermark in force while it is read (the previous
+epoch's), so a reader flags an event late exactly when its event time is at
+or below it: the same answer at any parallelism, and after a restore.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from connector.client.connection import StoreClient
+from connector.reader.planning import (
+    Frontier,
+    SegmentRange,
+    advance_to_tail,
+    advance_within_budget,
+    lineage_chains,
+    ranges_between,
+)
+
+__all__ = ["EpochEnd", "EpochPlan", "ReadTask", "decode_record", "plan_epoch"]
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """Ranges one reader subtask reads in order (one lineage chain).
+
+    Attributes:
+        epoch: the epoch that planned it.
+        index: its number within the epoch; subtask ``index % parallelism`` reads it.
+        ranges: ``(segment, start, stop)`` byte ranges of whole events, in read order.
+        watermark_in_force: the last watermark emitted before this epoch, or None.
+    """
+
+    epoch: int
+    index: int
+    ranges: tuple[tuple[str, int, int], ...]
+    watermark_in_force: int | None
+
+    def encode(self) -> str:
+        """The task as the JSON text the coordinator sends its readers."""
+        return json.dumps(
+            {
+                "t": "task",
+                "e": self.epoch,
+                "i": self.index,
+                "r": self.ranges,
+                "w": self.watermark_in_force,
+            },
+            separators=(",", ":"),
+        )
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """The end of an epoch: every reader subtask emits ``watermark`` (when not None) on it."""
+
+    epoch: int
+    watermark: int | None
+
+    def encode(self) -> str:
+        """The end record as JSON text."""
+        return json.dumps({"t": "end", "e": self.epoch, "w": self.watermark}, separators=(",", ":"))
+
+
+def decode_record(text: str) -> ReadTask | EpochEnd:
+    """A coordinator record from its JSON text."""
+    data = json.loads(text)
+    if data["t"] == "task":
+        ranges = tuple((str(s), int(a), int(b)) for s, a, b in data["r"])
+        return ReadTask(int(data["e"]), int(data["i"]), ranges, data["w"])
+    return EpochEnd(int(data["e"]), data["w"])
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """What one epoch reads and the frontier after it."""
+
+    frontier: Frontier
+    tasks: tuple[ReadTask, ...]
+    end: EpochEnd
+
+    @property
+    def events_planned(self) -> bool:
+        """Whether the epoch reads anything."""
+        return bool(self.tasks)
+
+
+def plan_epoch(
+    client: StoreClient,
+    streams: Sequence[str],
+    previous: Frontier,
+    epoch: int,
+    lag_ms: int | None,
+    *,
+    max_events: int | None = None,
+    max_bytes: int | None = None,
+) -> EpochPlan:
+    """Plans epoch ``epoch`` from ``previous``: read tasks within the budget, then its end.
+
+    Without a budget the epoch reads to the tail. The end's watermark is the
+    new frontier's when it rose above ``previous``'s, else None (nothing to
+    emit); in the processing-time domain (``lag_ms`` None) it is always None.
+    """
+    if max_events is None and max_bytes is None:
+        frontier = advance_to_tail(client, streams, previous, lag_ms)
+    else:
+        frontier = advance_within_budget(
+            client, previous, lag_ms, max_events=max_events, max_bytes=max_bytes
+        )
+    chains = lineage_chains(client, ranges_between(previous, frontier))
+    tasks = tuple(
+        ReadTask(epoch, index, tuple(_triple(r) for r in chain), previous.watermark)
+        for index, chain in enumerate(chains)
+    )
+    rose = frontier.watermark is not None and frontier.watermark != previous.watermark
+    return EpochPlan(frontier, tasks, EpochEnd(epoch, frontier.watermark if rose else None))
+
+
+def _triple(segment_range: SegmentRange) -> tuple[str, int, int]:
+    return (segment_range.segment, segment_range.start, segment_range.stop)

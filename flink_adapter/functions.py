@@ -1,0 +1,223 @@
+"""The source's Flink functions: the coordinator and the reader subtasks.
+
+- :class:`EpochCoordinator` runs at parallelism 1, keyed by a constant, so
+  its frontier lives in keyed ``ValueState`` and is checkpointed with the job.
+  Each tick is an epoch: it plans with :func:`~flink_adapter.epochs.plan_epoch`
+  and emits the epoch's read tasks, then its end.
+- :class:`TaskReader` runs at the source's parallelism behind a broadcast:
+  every subtask sees every record, reads the tasks whose index falls to it
+  and, on each epoch's end, emits one watermark row, also when it had nothing
+  to read. So Flink's watermark, the minimum over subtasks, is the epoch's
+  once all of them have read their share, whatever the parallelism.
+
+Both keep no state but the coordinator's frontier: after a restore the
+coordinator plans again from its checkpointed frontier, and Flink's
+checkpoint barriers (behind the tasks on every channel) make each event
+reach the sinks once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pyflink.common import Row, Types
+from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import ValueStateDescriptor
+
+from connector.client.connection import StoreClient
+from connector.reader.planning import (
+    Frontier,
+    advance_to_tail,
+    frontier_at_cut,
+    lineage_chains,
+    ranges_between,
+    start_frontier,
+)
+from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
+from flink_adapter.reading import read_task
+from flink_adapter.settings import SourceSettings
+
+__all__ = ["EpochCoordinator", "TaskReader", "reader_row_type"]
+
+#: The reader's row: ``kind`` is "event" or "wm"; ``wm`` is set on watermark rows only.
+READER_FIELDS = [
+    "kind",
+    "routing_key",
+    "event",
+    "event_time",
+    "wm",
+    "late",
+    "segment",
+    "offset",
+    "ingestion_time",
+]
+
+
+def reader_row_type(deserializer: str) -> Any:
+    """The reader rows' Flink type; ``event`` is BYTES for the bytes schema, else STRING."""
+    event = Types.PRIMITIVE_ARRAY(Types.BYTE()) if deserializer == "bytes" else Types.STRING()
+    return Types.ROW_NAMED(
+        READER_FIELDS,
+        [
+            Types.STRING(),
+            Types.STRING(),
+            event,
+            Types.LONG(),
+            Types.LONG(),
+            Types.BOOLEAN(),
+            Types.STRING(),
+            Types.LONG(),
+            Types.LONG(),
+        ],
+    )
+
+
+def _client(settings: SourceSettings) -> StoreClient:
+    timeout_s = settings.read_timeout_ms / 1000
+    return StoreClient(settings.uri, retry_timeout_s=timeout_s, call_timeout_s=timeout_s)
+
+
+def initial_frontier(client: StoreClient, settings: SourceSettings) -> Frontier:
+    """Where the source starts: every stream's start position, as one frontier."""
+    starts = {spec.start for spec in settings.streams}
+    if len(starts) == 1:
+        return start_frontier(client, settings.stream_names, starts.pop(), settings.lag_ms)
+    cut: dict[str, int] = {}
+    for spec in settings.streams:  # the builder allows mixing only explicit cuts
+        cut.update(spec.start.as_dict())
+    return start_frontier(client, settings.stream_names, cut, settings.lag_ms)
+
+
+def final_frontier(client: StoreClient, settings: SourceSettings, start: Frontier) -> Frontier:
+    """Where a bounded source ends: the end cuts, or the tails when the end is ``latest``."""
+    ends = [spec.end for spec in settings.streams]
+    if all(end is not None and end.is_latest for end in ends):
+        return advance_to_tail(client, settings.stream_names, start, settings.lag_ms)
+    cut: dict[str, int] = {}
+    for end in ends:
+        if end is not None:
+            cut.update(end.as_dict())
+    return frontier_at_cut(client, settings.stream_names, cut, settings.lag_ms)
+
+
+class EpochCoordinator(KeyedProcessFunction):
+    """Plans one epoch per tick from the frontier in keyed state; emits tasks, then the end."""
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+        self._client: StoreClient | None = None
+        self._watermark: int | None = None
+
+    def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
+        self._frontier = runtime_context.get_state(
+            ValueStateDescriptor("tidemark-frontier", Types.STRING())
+        )
+        self._epoch = runtime_context.get_state(
+            ValueStateDescriptor("tidemark-epoch", Types.LONG())
+        )
+        self._client = _client(self.settings)
+        metrics = runtime_context.get_metrics_group().add_group("tidemark")
+        metrics.gauge("groupWatermark", lambda: self._watermark or 0)
+        metrics.gauge(
+            "watermarkLagMs",
+            lambda: int(time.time() * 1000) - self._watermark if self._watermark else 0,
+        )
+
+    def close(self) -> None:  # noqa: D102
+        if self._client is not None:
+            self._client.close()
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[str]:  # noqa: D102
+        assert self._client is not None
+        saved = self._frontier.value()
+        epoch = (self._epoch.value() or 0) + 1
+        if self.settings.bounded:
+            if saved is not None:
+                return  # a bounded read plans once
+            start = initial_frontier(self._client, self.settings)
+            end = final_frontier(self._client, self.settings, start)
+            chains = lineage_chains(self._client, ranges_between(start, end))
+            tasks = [
+                ReadTask(epoch, index, tuple((r.segment, r.start, r.stop) for r in chain), None)
+                for index, chain in enumerate(chains)
+            ]
+            self._frontier.update(end.to_json())
+            self._epoch.update(epoch)
+            yield from (task.encode() for task in tasks)
+            yield EpochEnd(epoch, end.watermark).encode()
+            return
+        previous = (
+            Frontier.from_json(saved)
+            if saved is not None
+            else initial_frontier(self._client, self.settings)
+        )
+        plan = plan_epoch(
+            self._client,
+            self.settings.stream_names,
+            previous,
+            epoch,
+            self.settings.lag_ms,
+            max_events=self.settings.max_events_per_epoch,
+            max_bytes=self.settings.max_bytes_per_epoch,
+        )
+        self._frontier.update(plan.frontier.to_json())
+        self._epoch.update(epoch)
+        self._watermark = plan.frontier.watermark
+        yield from (task.encode() for task in plan.tasks)
+        yield plan.end.encode()
+
+
+class TaskReader(FlatMapFunction):
+    """Reads the tasks that fall to this subtask; turns each epoch's end into one watermark row."""
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+        self._client: StoreClient | None = None
+
+    def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
+        self._index = runtime_context.get_index_of_this_subtask()
+        self._parallelism = runtime_context.get_number_of_parallel_subtasks()
+        self._client = _client(self.settings)
+        self._serializer = self.settings.serializer()
+        self._assigner = self.settings.assigner()
+        self._as_text = self.settings.deserializer != "bytes"
+        metrics = runtime_context.get_metrics_group().add_group("tidemark")
+        self._events = metrics.counter("eventsRead")
+        self._bytes = metrics.counter("bytesRead")
+        self._late = metrics.counter("lateEvents")
+
+    def close(self) -> None:  # noqa: D102
+        if self._client is not None:
+            self._client.close()
+
+    def flat_map(self, value: str) -> Iterator[Row]:  # noqa: D102
+        record = decode_record(value)
+        if isinstance(record, EpochEnd):
+            if record.watermark is not None:
+                yield Row(
+                    "wm", None, None, record.watermark, record.watermark, False, None, None, None
+                )
+            return
+        if record.index % self._parallelism != self._index:
+            return
+        assert self._client is not None
+        for event in read_task(
+            self._client, record, self._serializer, self._assigner, self._as_text
+        ):
+            self._events.inc()
+            self._bytes.inc(event.size)
+            if event.late:
+                self._late.inc()
+            yield Row(
+                "event",
+                event.routing_key,
+                event.event,
+                event.event_time,
+                None,
+                event.late,
+                event.segment,
+                event.offset,
+                event.ingestion_time,
+            )
