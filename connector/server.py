@@ -397,7 +397,10 @@ def _parser() -> argparse.ArgumentParser:
         "--max-watermark-lag-ms",
         type=int,
         default=10_000,
-        help="idle segments get a watermark tick after this long (default 10000)",
+        help=(
+            "a segment idle this long gets a tick that advances its watermark; not the "
+            "readers' max_event_time_lag (default 10000)"
+        ),
     )
     parser.add_argument(
         "--polling-period-ms",

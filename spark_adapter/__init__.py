@@ -26,11 +26,18 @@ if TYPE_CHECKING:
         order_by_event_time,
         split_late,
         tumbling_window_count,
+        window_count,
         with_connector_watermark,
     )
 
 _EVENT_TIME_HELPERS = frozenset(
-    {"order_by_event_time", "split_late", "tumbling_window_count", "with_connector_watermark"}
+    {
+        "order_by_event_time",
+        "split_late",
+        "tumbling_window_count",
+        "window_count",
+        "with_connector_watermark",
+    }
 )
 
 __all__ = [
@@ -44,6 +51,7 @@ __all__ = [
     "split_late",
     "tidemark_schema",
     "tumbling_window_count",
+    "window_count",
     "with_connector_watermark",
 ]
 

@@ -22,6 +22,7 @@ from spark_adapter import (
     order_by_event_time,
     split_late,
     tumbling_window_count,
+    window_count,
     with_connector_watermark,
 )
 
@@ -179,6 +180,45 @@ def test_tumbling_window_count_emits_each_window_once_the_watermark_passes_its_e
         key=repr,
     )
     assert {row["routing_key"] for _, row in seen} == {"k"}
+
+
+def test_window_count_aggregates_in_the_jvm_on_the_connector_watermark(
+    spark: Any, tmp_path: pathlib.Path
+) -> None:
+    """The script above through Spark's own aggregation, plus one event Spark drops as late.
+
+    Spark judges lateness by the watermark of the batch before (8 s when the
+    3 s event arrives in batch 2), so that event still counts in [0, 10),
+    whose row comes in batch 2 as above. The 4 s event of batch 3 comes when
+    even that watermark (15 s) has passed its window: Spark drops it and
+    counts it in its progress. The event without a time is filtered out.
+    """
+    df = scripted(
+        spark,
+        (8 * S, [("k", "e1", 1 * S), ("k", "e2", 5 * S), ("k", "e3", 12 * S), ("j", "x", 25 * S)]),
+        (15 * S, [("k", "e4", 9 * S)]),
+        (15 * S, [("k", "e5", 3 * S)]),
+        (20 * S, [("k", "e6", None), ("k", "e7", 4 * S)]),
+    )
+    counts = window_count(with_connector_watermark(df), "10 seconds")
+    plan = io.StringIO()
+    with contextlib.redirect_stdout(plan):
+        counts.explain()
+    seen, query = run_collecting(counts, tmp_path)
+
+    rows = [
+        (batch, row["window_start"].timestamp(), row["window_end"].timestamp(), row["count"])
+        for batch, row in seen
+    ]
+    assert sorted(rows) == [(2, 0, 10, 4), (4, 10, 20, 1)]
+    dropped = [
+        operator["numRowsDroppedByWatermark"]
+        for progress in query.recentProgress
+        for operator in progress["stateOperators"]
+    ]
+    assert sum(dropped) == 1
+    for python_operator in ("InPandas", "EvalPython"):
+        assert python_operator not in plan.getvalue()
 
 
 def test_helpers_name_a_missing_column(spark: Any) -> None:
