@@ -1,0 +1,111 @@
+"""How far time has progressed on a stream's segments and in reader groups: plain values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from connector.client import StoreClient
+from connector.names import StreamId
+from connector.reader.group import ReaderGroupManager
+from connector.reader.group_state import group_watermark
+
+__all__ = ["GroupWatermark", "SegmentWatermark", "WatermarkReport", "server_now", "watermarks"]
+
+
+@dataclass(frozen=True)
+class SegmentWatermark:
+    """One segment: its watermark, how far that is behind the store's clock, and whether idle.
+
+    ``idle``: no write (and no idle tick) for ``idle_after_ms`` or more.
+    """
+
+    segment: str
+    watermark: int
+    lag_ms: int
+    idle: bool
+    sealed: bool
+    last_write_time: int
+    write_offset: int
+
+
+@dataclass(frozen=True)
+class GroupWatermark:
+    """A reader group: its watermark and the segment (and reader) holding it back."""
+
+    group: str
+    watermark: int
+    lag_ms: int
+    holding_back: str | None
+    reader: str | None
+
+
+@dataclass(frozen=True)
+class WatermarkReport:
+    """A stream's segments and the given groups, at the store's time ``now``."""
+
+    stream: str
+    now: int
+    segments: tuple[SegmentWatermark, ...]
+    groups: tuple[GroupWatermark, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON-able values."""
+        return asdict(self)
+
+
+def server_now(client: StoreClient, scope: str) -> int:
+    """The store's ingestion clock now (epoch ms), as it stamps a state read."""
+    return client.get_state(f"clock/{scope}/now").server_time
+
+
+def watermarks(
+    client: StoreClient,
+    stream: StreamId,
+    groups: Sequence[str] = (),
+    idle_after_ms: int = 1_000,
+) -> WatermarkReport:
+    """The watermark of every segment of ``stream`` (oldest first) and of ``groups``.
+
+    Groups are named ``scope/group`` or ``group`` (in the stream's scope).
+
+    Raises:
+        NotFoundError: the stream or a group does not exist.
+    """
+    description = client.describe_stream(stream.scope, stream.stream)
+    now = server_now(client, stream.scope)
+    segments = []
+    for segment in description.segments:
+        info = client.segment_info(segment.segment)
+        segments.append(
+            SegmentWatermark(
+                segment=info.segment,
+                watermark=info.watermark,
+                lag_ms=max(0, now - info.watermark),
+                idle=not info.sealed and now - info.last_write_time >= idle_after_ms,
+                sealed=info.sealed,
+                last_write_time=info.last_write_time,
+                write_offset=info.write_offset,
+            )
+        )
+    manager = ReaderGroupManager(client)
+    reports = []
+    for name in groups:
+        scope, _, group = name.rpartition("/")
+        record = manager.get_reader_group(scope or stream.scope, group).record()
+        state = record.state
+        mark = group_watermark(state)
+        candidates = [(c.watermark, s) for s, c in state.cursors.items()]
+        candidates += [(w.watermark, s) for s, w in state.waiting.items()]
+        holding = min(candidates)[1] if candidates else None
+        reports.append(
+            GroupWatermark(
+                group=f"{scope or stream.scope}/{group}",
+                watermark=mark,
+                lag_ms=max(0, now - mark) if candidates else 0,
+                holding_back=holding,
+                reader=record.assignments.get(holding) if holding else None,
+            )
+        )
+    return WatermarkReport(str(stream), now, tuple(segments), tuple(reports))

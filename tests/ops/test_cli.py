@@ -1,0 +1,238 @@
+"""The ``tidemark`` command against a real server: each command, its errors and ``--json``."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import threading
+
+import pytest
+from click.testing import CliRunner, Result
+
+from connector import StoreClient, StreamManager
+from connector.cli import cli
+from connector.clock import ManualClock
+from connector.reader.group import ReaderGroupManager
+from connector.server import StoreServer
+from tests.conftest import CLOCK_START_MS
+
+
+def run(server_uri: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--uri", server_uri, "--timeout", "2", *args])
+
+
+def ok_json(server_uri: str, *args: str) -> dict:
+    result = run(server_uri, "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def error_line(result: Result) -> str:
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) -> None:
+    uri = store_server.uri
+    result = run(uri, "scope", "create", "ops")
+    assert (result.exit_code, result.output) == (0, "scope ops created\n")
+    exists = run(uri, "scope", "create", "ops")
+    assert exists.exit_code == 4
+    assert error_line(exists) == "tidemark: error: scope 'ops' already exists"
+    assert run(uri, "scope", "create", "ops", "--exist-ok").exit_code == 0
+
+    created = ok_json(uri, "stream", "create", "ops/s", "--segments", "2")
+    assert created["name"] == "ops/s"
+    assert [s["segment"] for s in created["segments"]] == ["ops/s/0", "ops/s/1"]
+    human = run(uri, "stream", "describe", "ops/s")
+    assert human.exit_code == 0 and "ops/s/1" in human.output and "open" in human.output
+
+    split = ok_json(uri, "stream", "scale", "ops/s", "--split", "0", "--into", "2")
+    assert [s["segment"] for s in split["segments"] if not s["sealed"]] == [
+        "ops/s/1",
+        "ops/s/2",
+        "ops/s/3",
+    ]
+    merged = ok_json(uri, "stream", "scale", "ops/s", "--merge", "2", "--merge", "3")
+    assert merged["segments"][-1]["predecessors"] == ["ops/s/2", "ops/s/3"]
+    sealed = ok_json(uri, "stream", "seal", "ops/s")
+    assert sealed["sealed"] is True and all(s["sealed"] for s in sealed["segments"])
+
+
+def test_errors_are_one_line_naming_the_value_with_an_exit_code(
+    store_server: StoreServer,
+) -> None:
+    uri = store_server.uri
+    missing = run(uri, "stream", "describe", "ops/nope")
+    assert missing.exit_code == 3
+    assert error_line(missing) == "tidemark: error: stream ops/nope does not exist"
+    bad_name = run(uri, "stream", "describe", "no-slash")
+    assert bad_name.exit_code == 2 and "'no-slash'" in bad_name.output
+    no_scope = run(uri, "stream", "create", "ghost/s")
+    assert no_scope.exit_code == 3 and "'ghost'" in error_line(no_scope)
+    bad_count = run(uri, "stream", "create", "ops/s", "--segments", "0")
+    assert bad_count.exit_code == 2 and "0" in bad_count.output
+    scale = run(uri, "stream", "scale", "ops/s")
+    assert scale.exit_code == 2 and "--split" in scale.output
+    bad_uri = CliRunner().invoke(cli, ["--uri", f"{uri}?tokn=x", "scope", "create", "x"])
+    assert bad_uri.exit_code == 2 and "'tokn'" in error_line(bad_uri)
+    down = CliRunner().invoke(
+        cli, ["--uri", "tidemark://127.0.0.1:1", "--timeout", "0.2", "scope", "create", "x"]
+    )
+    assert down.exit_code == 6
+    assert "tidemark://127.0.0.1:1" in error_line(down)
+
+
+def test_credentials_come_through_the_uri(store_server: StoreServer, tmp_path) -> None:
+    missing = tmp_path / "no-token"
+    result = run(f"{store_server.uri}?token_file={missing}", "scope", "create", "x")
+    assert result.exit_code == 2 and str(missing) in error_line(result)
+
+
+@pytest.fixture
+def stream_with_events(store_server: StoreServer) -> StoreClient:
+    client = StoreClient(store_server.uri, retry_timeout_s=2.0)
+    StreamManager(client).create_scope("ops")
+    StreamManager(client).create_stream("ops", "s", segment_count=2)
+    yield client
+    client.close()
+
+
+def test_stream_tail_prints_events_and_watermarks_as_they_arrive(
+    store_server: StoreServer, stream_with_events: StoreClient, clock: ManualClock
+) -> None:
+    client = stream_with_events
+    client.append("ops/s/0", "w", 0, [b"before"])
+
+    def write_later() -> None:
+        clock.advance(1_000)
+        client.append("ops/s/1", "w", 0, [b"one", b"two"])
+
+    timer = threading.Timer(0.5, write_later)
+    timer.start()
+    result = run(
+        store_server.uri,
+        "--json",
+        "stream",
+        "tail",
+        "ops/s",
+        "--max-events",
+        "2",
+        "--timeout",
+        "20",
+    )
+    timer.join()
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    events = [line for line in lines if line["kind"] == "event"]
+    assert [e["payload"] for e in events] == ["one", "two"]  # from the tail: not "before"
+    assert {e["ingestion_time"] for e in events} == {CLOCK_START_MS + 1_000}
+    marks = [line for line in lines if line["kind"] == "watermark"]
+    assert {m["segment"] for m in marks} == {"ops/s/0", "ops/s/1"}
+
+    from_start = run(
+        store_server.uri, "stream", "tail", "ops/s", "--from-start", "--timeout", "0.5"
+    )
+    assert from_start.exit_code == 0
+    assert "ops/s/0@0 before" in from_start.output and "ops/s/1@" in from_start.output
+    assert "-- watermark ops/s/0 2023-11-14T22:13:20" in from_start.output
+
+
+def test_readergroup_describe_and_reset(
+    store_server: StoreServer, stream_with_events: StoreClient
+) -> None:
+    client = stream_with_events
+    client.append("ops/s/0", "w", 0, [b"a"])
+    ReaderGroupManager(client).create_reader_group("ops", "g", ["ops/s"])
+    described = ok_json(store_server.uri, "readergroup", "describe", "ops/g")
+    assert described["group"] == "ops/g" and described["streams"] == ["ops/s"]
+    assert [s["segment"] for s in described["segments"]] == ["ops/s/0", "ops/s/1"]
+    assert all(s["offset"] == 0 for s in described["segments"])
+    human = run(store_server.uri, "readergroup", "describe", "ops/g")
+    assert human.exit_code == 0 and "group watermark" in human.output
+
+    reset = ok_json(store_server.uri, "readergroup", "reset", "ops/g", "--to", "latest")
+    assert reset == {"group": "ops/g", "reset_to": "latest"}
+    after = ok_json(store_server.uri, "readergroup", "describe", "ops/g")
+    assert after["generation"] == described["generation"] + 1
+    tail_offsets = {s["segment"]: s["offset"] for s in after["segments"]}
+    assert tail_offsets["ops/s/0"] == client.segment_info("ops/s/0").write_offset > 0
+
+    unknown = run(store_server.uri, "readergroup", "reset", "ops/g", "--to", "checkpoint:c1")
+    assert unknown.exit_code == 3 and "'c1'" in error_line(unknown)
+    bad_to = run(store_server.uri, "readergroup", "reset", "ops/g", "--to", "yesterday")
+    assert bad_to.exit_code == 2 and "'yesterday'" in error_line(bad_to)
+    missing = run(store_server.uri, "readergroup", "describe", "ops/none")
+    assert missing.exit_code == 3 and "ops/none" in error_line(missing)
+
+
+def test_watermarks_show_lag_idle_segments_and_what_holds_a_group_back(
+    store_server: StoreServer, stream_with_events: StoreClient, clock: ManualClock
+) -> None:
+    client = stream_with_events
+    ReaderGroupManager(client).create_reader_group("ops", "g", ["ops/s"])
+    clock.advance(5_000)
+    client.append("ops/s/0", "w", 0, [b"a"])  # segment 1 stays idle
+    clock.advance(2_000)
+    report = ok_json(store_server.uri, "watermarks", "ops/s", "--group", "g")
+    now = CLOCK_START_MS + 7_000
+    assert report["now"] == now
+    by_name = {s["segment"]: s for s in report["segments"]}
+    assert by_name["ops/s/0"]["lag_ms"] == now - by_name["ops/s/0"]["watermark"]
+    assert by_name["ops/s/0"]["watermark"] == CLOCK_START_MS + 5_000 - 1
+    assert by_name["ops/s/1"]["idle"] is True
+    assert by_name["ops/s/1"]["lag_ms"] > by_name["ops/s/0"]["lag_ms"]
+    (group,) = report["groups"]
+    assert group["group"] == "ops/g"
+    assert group["holding_back"] in ("ops/s/0", "ops/s/1")
+    assert group["lag_ms"] == now - group["watermark"]
+
+    human = run(store_server.uri, "watermarks", "ops/s", "--group", "ops/g")
+    assert human.exit_code == 0
+    assert "idle" in human.output and "group ops/g: watermark" in human.output
+    assert "held back by ops/s/" in human.output
+
+
+def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -> None:
+    server = spawn_server(
+        tmp_path / "data", "--max-watermark-lag-ms", "300", "--polling-period-ms", "100"
+    )
+    with StoreClient(server.uri, retry_timeout_s=2.0) as client:
+        StreamManager(client).create_scope("ops")
+        StreamManager(client).create_stream("ops", "s", segment_count=2)
+        stop = threading.Event()
+
+        def write() -> None:
+            number = 0
+            while not stop.wait(0.05):
+                client.append("ops/s/0", "w", number, [b"x"])
+                number += 1
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        picture = tmp_path / "watermarks.png"
+        try:
+            result = run(
+                server.uri,
+                "--json",
+                "watermarks",
+                "ops/s",
+                "--plot",
+                str(picture),
+                "--duration",
+                "2",
+                "--interval",
+                "0.1",
+            )
+        finally:
+            stop.set()
+            writer.join()
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["samples"] >= 10
+    from matplotlib import image
+
+    pixels = image.imread(str(picture))
+    assert pixels.shape[0] >= 400 and pixels.shape[1] >= 800
+    colours = {tuple(round(float(c), 2) for c in p[:3]) for p in pixels.reshape(-1, 4)[::7]}
+    assert len(colours) > 20, "the picture has lines of several colours, not a blank canvas"
