@@ -51,7 +51,7 @@ from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.segment import Segment
 
-__all__ = ["SegmentStore", "StoreConfig"]
+__all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
 _log = logging.getLogger(__name__)
 
@@ -120,6 +120,19 @@ class _Stream:
         )
 
 
+class StoreObserver:
+    """What a store reports as it works (metrics); every method does nothing by default.
+
+    Called on the sequencer thread: an observer must be quick and must not call the store.
+    """
+
+    def committed(self, changes: int) -> None:
+        """A group of ``changes`` changes was made durable and published."""
+
+    def ticked(self, segments: int) -> None:
+        """``segments`` idle segments got an idle tick."""
+
+
 @dataclass
 class _Op:
     prepare: Callable[[], _Publish]
@@ -149,6 +162,9 @@ class SegmentStore:
         self._undo: list[Callable[[], None]] = []
         self._closed = threading.Event()
         self._failure: BaseException | None = None
+        # Set when a group failed for want of disk space; the next durable group clears it.
+        self._out_of_space = False
+        self.observer = StoreObserver()
         self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
         self._recover()
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
@@ -488,6 +504,29 @@ class SegmentStore:
         """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark."""
         return self._segment_named(segment).info()
 
+    def stream_ids(self) -> list[tuple[str, str]]:
+        """Every stream's (scope, stream), sorted."""
+        with self._meta_lock:
+            return sorted(self._streams)
+
+    def scopes(self) -> list[str]:
+        """Every scope, sorted."""
+        with self._meta_lock:
+            return sorted(self._scopes)
+
+    @property
+    def accepting_writes(self) -> bool:
+        """Whether the store takes changes now.
+
+        False once closed or failed, and while its last group failed for want of
+        disk space (until a group is stored again).
+        """
+        return not (self._closed.is_set() or self._failure is not None or self._out_of_space)
+
+    def journal_size(self) -> int:
+        """The journal's size on disk, in bytes."""
+        return os.path.getsize(os.path.join(self.config.data_dir, "journal.log"))
+
     # --- idle segments --------------------------------------------------------
 
     def advance_idle_segments(self) -> int:
@@ -511,6 +550,8 @@ class SegmentStore:
             def published() -> int:
                 for publish in publishes:
                     publish()
+                if publishes:
+                    self.observer.ticked(len(publishes))
                 return len(publishes)
 
             return published
@@ -636,6 +677,7 @@ class SegmentStore:
             op.future.set_exception(error)
         except OSError as error:  # the data file's write failed; nothing of it stays
             _log.warning("a change was not stored: %s", error)
+            self._note_failure(error)
             op.future.set_exception(domain_error(error, "the change"))
         except Exception as error:  # a bug: report it to the caller, keep serving
             _log.exception("operation failed")
@@ -661,18 +703,25 @@ class SegmentStore:
         except OSError as error:
             _log.warning("a group of %d change(s) was not stored: %s", len(group), error)
             self._roll_back(undo)
+            self._note_failure(error)
             failure = domain_error(error, "the change")
             for op, _ in group:
                 op.future.set_exception(failure)
             return
         finally:
             self._dirty.clear()
+        self._out_of_space = False
+        self.observer.committed(len(group))
         for op, publish in group:
             try:
                 op.future.set_result(publish())
             except Exception as error:
                 _log.exception("publishing failed")
                 op.future.set_exception(error)
+
+    def _note_failure(self, error: OSError) -> None:
+        if isinstance(domain_error(error, "the change"), ResourceExhaustedError):
+            self._out_of_space = True
 
     def _roll_back(self, undo: list[Callable[[], None]]) -> None:
         self._journal.discard()
