@@ -3,7 +3,9 @@
 Every change to metadata (scopes, streams, scaling, commits of appends, idle
 ticks, seals, state values) is one record. Records are written in batches and
 made durable with one fsync (group commit). At start the journal is replayed;
-a torn or corrupt tail is cut off.
+a torn or corrupt tail is cut off. :meth:`Journal.rewrite` replaces the whole
+file with a snapshot of the live state (compaction) through a new file renamed
+over the old one, so a crash leaves either the old journal or the new one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Journal:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[bytes] = []
         self._size = os.fstat(self._fd).st_size
+        #: How many records the file holds (known after :meth:`replay`).
+        self.records = 0
 
     def replay(self) -> Iterator[dict[str, Any]]:
         """Yields every intact record in order and cuts any torn tail off the file."""
@@ -45,6 +49,7 @@ class Journal:
                 break
             yield json.loads(body)
             pos += _HEADER.size + length
+            self.records += 1
         if pos != len(data):
             _log.warning("journal %s: cutting a torn tail of %d bytes", self._path, len(data) - pos)
             os.ftruncate(self._fd, pos)
@@ -53,8 +58,42 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         """Queues a record; it is durable after the next :meth:`sync`."""
-        body = json.dumps(record, separators=(",", ":")).encode()
-        self._pending.append(_HEADER.pack(len(body), zlib.crc32(body)) + body)
+        self._pending.append(_encode(record))
+
+    def rewrite(self, records: list[dict[str, Any]]) -> None:
+        """Replaces the journal with ``records``, durably; nothing may be queued.
+
+        The records go to a new file, fsynced, renamed over the journal and the
+        directory fsynced: a crash at any point leaves the old journal or the
+        new one whole.
+
+        Raises:
+            OSError: the new file could not be written; the journal is unchanged.
+        """
+        if self._pending:
+            msg = f"cannot rewrite the journal with {len(self._pending)} record(s) queued"
+            raise RuntimeError(msg)
+        data = b"".join(_encode(record) for record in records)
+        fresh = self._path + ".compacting"
+        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data, 0)
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            os.unlink(fresh)
+            raise
+        os.close(fd)
+        os.replace(fresh, self._path)
+        folder = os.open(os.path.dirname(self._path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+        os.close(self._fd)
+        self._fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+        self._size = len(data)
+        self.records = len(records)
 
     def sync(self) -> None:
         """Writes the queued records and fsyncs the file: all of them durable, or none.
@@ -67,6 +106,7 @@ class Journal:
         if not self._pending:
             return
         data = b"".join(self._pending)
+        count = len(self._pending)
         self._pending.clear()
         try:
             write_all(self._fd, data, self._size)
@@ -75,6 +115,7 @@ class Journal:
             os.ftruncate(self._fd, self._size)
             raise
         self._size += len(data)
+        self.records += count
 
     def discard(self) -> None:
         """Drops the queued records (their group failed before the journal was written)."""
@@ -85,3 +126,8 @@ class Journal:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body

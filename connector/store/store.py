@@ -52,6 +52,7 @@ from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.open_files import OpenFiles
 from connector.store.segment import Segment
+from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
@@ -78,6 +79,10 @@ class StoreConfig:
             limit, 16 to 1024.
         max_segments: how many segments the store holds at most; a creation
             or a scale that would pass it fails with RESOURCE_EXHAUSTED.
+        compact_after_records: the journal is compacted (rewritten as a
+            snapshot of the live state) once it holds this many records and
+            twice as many as its last snapshot, so a restart replays the live
+            state and at most this many records of history.
     """
 
     data_dir: str
@@ -87,6 +92,7 @@ class StoreConfig:
     max_event_size: int = 1024 * 1024
     max_open_files: int | None = None
     max_segments: int = 100_000
+    compact_after_records: int = 50_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -98,7 +104,7 @@ class StoreConfig:
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
-        for name in ("max_open_files", "max_segments"):
+        for name in ("max_open_files", "max_segments", "compact_after_records"):
             value = getattr(self, name)
             if value is None and name == "max_open_files":
                 continue
@@ -185,7 +191,9 @@ class SegmentStore:
         self._out_of_space = False
         self.observer = StoreObserver()
         self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
+        self._snapshot_records = 0
         self._recover()
+        self._maybe_compact()
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._sequencer = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
         self._sequencer.start()
@@ -704,6 +712,7 @@ class SegmentStore:
                     self._commit(group)
                     group = []
             self._commit(group)
+            self._maybe_compact()
 
     def _prepare(self, op: _Op) -> _Publish | None:
         if self._failure is not None:
@@ -777,6 +786,65 @@ class SegmentStore:
         self._journal.add(record)
         return lambda: self._apply(record)
 
+    # --- compaction -----------------------------------------------------------
+
+    def _maybe_compact(self) -> None:
+        """Rewrites the journal as a snapshot once it has grown enough (sequencer only).
+
+        Runs between groups, when every change is durable and published, so
+        the snapshot is exactly the durable state. A failed rewrite (a full
+        disk) leaves the old journal in place and is tried again later.
+        """
+        records = self._journal.records
+        if records < max(self.config.compact_after_records, 2 * self._snapshot_records):
+            return
+        with self._meta_lock:
+            snapshot = self._snapshot()
+        try:
+            self._journal.rewrite(snapshot)
+        except OSError as error:
+            _log.warning("the journal was not compacted: %s", error)
+            self._snapshot_records = records
+            return
+        _log.info("compacted the journal: %d records to %d", records, len(snapshot))
+        self._snapshot_records = len(snapshot)
+
+    def _snapshot(self) -> list[dict[str, Any]]:
+        """The live state as journal records: scopes, streams with their segments, states."""
+        records: list[dict[str, Any]] = [{"op": "scope", "scope": s} for s in sorted(self._scopes)]
+        for stream in self._streams.values():
+            records.append(
+                {
+                    "op": "stream_state",
+                    "scope": stream.scope,
+                    "stream": stream.stream,
+                    "epoch": stream.epoch,
+                    "sealed": stream.sealed,
+                    "segments": [_segment_state(s) for s in stream.segments.values()],
+                }
+            )
+        for key, (value, revision) in sorted(self._states.items()):
+            records.append(
+                {"op": "state", "key": key, "v": base64.b64encode(value).decode(), "rev": revision}
+            )
+        return records
+
+    def _apply_stream_state(self, record: dict[str, Any]) -> None:
+        stream = _Stream(record["scope"], record["stream"], record["epoch"], record["sealed"])
+        self._streams[(stream.scope, stream.stream)] = stream
+        for state in record["segments"]:
+            segment = self._add_segment(
+                stream, state["n"], state["lo"], state["hi"], state["t"], tuple(state["pred"])
+            )
+            segment.epoch = state["ep"]
+            segment.successors = tuple(state["succ"])
+            segment.sealed = segment.pending_sealed = state["sealed"]
+            segment.committed_end = segment.pending_end = state["end"]
+            segment.last_write_time = state["lw"]
+            segment.pending_time = state["pt"]
+            segment.index = WatermarkIndex.restored(*state["idx"])
+            segment.writer_numbers = dict(state["w"])
+
     # --- applying records (live and at recovery) ------------------------------
 
     def _apply(self, record: dict[str, Any]) -> None:
@@ -791,6 +859,8 @@ class SegmentStore:
                     self._add_segment(stream, number, low, high, record["t"], ())
             elif op == "scale":
                 self._apply_scale(record)
+            elif op == "stream_state":
+                self._apply_stream_state(record)
             elif op == "seal_stream":
                 stream = self._streams[(record["scope"], record["stream"])]
                 stream.sealed = True
@@ -921,6 +991,25 @@ def _whole_frames(chunk: bytes) -> int:
             break
         pos += size
     return pos
+
+
+def _segment_state(segment: Segment) -> dict[str, Any]:
+    """A segment's durable state, as a compacted journal keeps it."""
+    return {
+        "n": segment.number,
+        "lo": segment.key_low,
+        "hi": segment.key_high,
+        "ep": segment.epoch,
+        "t": segment.creation_time,
+        "pred": list(segment.predecessors),
+        "succ": list(segment.successors),
+        "sealed": segment.sealed,
+        "end": segment.committed_end,
+        "lw": segment.last_write_time,
+        "pt": segment.pending_time,
+        "idx": segment.index.entries(),
+        "w": segment.writer_numbers,
+    }
 
 
 def _default_open_files() -> int:
