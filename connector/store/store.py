@@ -18,6 +18,7 @@ import base64
 import logging
 import os
 import queue
+import resource
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -50,6 +51,7 @@ from connector.names import SegmentId, validate_name
 from connector.store.compaction import TickFolding, fold_ticks
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
+from connector.store.open_files import OpenFiles
 from connector.store.segment import Segment
 
 __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
@@ -74,6 +76,12 @@ class StoreConfig:
         compact_after_ticks: the journal is compacted once this many idle ticks
             could be folded away (a later tick of the same segment replaced them),
             so restarts take time in proportion to the live state, not to history.
+        max_open_files: how many data-file descriptors stay open at most when
+            idle (sealed and cold segments' files are closed, least recently
+            used first); None takes a quarter of the process's descriptor
+            limit, 16 to 1024.
+        max_segments: how many segments the store holds at most; a creation
+            or a scale that would pass it fails with RESOURCE_EXHAUSTED.
     """
 
     data_dir: str
@@ -82,6 +90,8 @@ class StoreConfig:
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
     compact_after_ticks: int = 10_000
+    max_open_files: int | None = None
+    max_segments: int = 100_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -96,6 +106,13 @@ class StoreConfig:
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
+        for name in ("max_open_files", "max_segments"):
+            value = getattr(self, name)
+            if value is None and name == "max_open_files":
+                continue
+            if not isinstance(value, int) or value < 1:
+                msg = f"{name} must be an integer >= 1, got {value!r}"
+                raise InvalidArgumentError(msg)
 
 
 @dataclass
@@ -164,6 +181,8 @@ class SegmentStore:
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
+        self._files = OpenFiles(config.max_open_files or _default_open_files())
+        self._segment_count = 0
         self._dirty: set[Segment] = set()
         # How to take back the pending changes of the group being prepared, should its
         # commit fail: run in reverse, they leave the sequencer's view as it was durable.
@@ -216,6 +235,7 @@ class SegmentStore:
             if (scope, stream) in self._streams:
                 msg = f"stream {scope}/{stream!s} already exists"
                 raise AlreadyExistsError(msg)
+            self._check_room(segment_count)
             ranges = _even_ranges(0.0, 1.0, segment_count)
             return self._record(
                 {
@@ -253,6 +273,7 @@ class SegmentStore:
                     msg = f"segment {segment.name!r} is sealed already and cannot be scaled"
                     raise SegmentSealedError(msg, segment.name, segment.successors)
             ranges = _scale_ranges(segments, split_count)
+            self._check_room(len(ranges))
             sealed = [[s.number, s.next_time(self._clock.now_ms())] for s in segments]
             first = max(s.number for s in target.segments.values()) + 1
             created = [[first + i, lo, hi] for i, (lo, hi) in enumerate(ranges)]
@@ -433,7 +454,23 @@ class SegmentStore:
         Raises:
             InvalidArgumentError: ``offset`` is negative, past the end or not
                 at an event boundary; ``max_bytes`` is not positive.
+            ResourceExhaustedError: no file descriptor was left to read with.
+            StoreUnavailableError: the data file could not be read.
         """
+        try:
+            return self._read(segment, offset, max_bytes, wait_ms, known_watermark)
+        except OSError as error:  # no descriptor left, or the disk failed under the read
+            _log.warning("a read of %s failed: %s", segment, error)
+            raise domain_error(error, "the read", "served") from None
+
+    def _read(
+        self,
+        segment: str,
+        offset: int,
+        max_bytes: int,
+        wait_ms: int,
+        known_watermark: int | None,
+    ) -> ReadResult:
         target = self._segment_named(segment)
         if max_bytes <= 0:
             msg = f"max_bytes must be > 0, got {max_bytes!r}"
@@ -627,6 +664,7 @@ class SegmentStore:
             with segment.changed:
                 segment.changed.notify_all()
             segment.close()
+        self._files.close()
         self._journal.close()
 
     def __enter__(self) -> SegmentStore:
@@ -834,8 +872,10 @@ class SegmentStore:
             creation_time=creation_time,
             predecessors=predecessors,
             data_path=os.path.join(folder, f"{number}.events"),
+            files=self._files,
         )
         stream.segments[number] = segment
+        self._segment_count += 1
         return segment
 
     def _recover(self) -> None:
@@ -872,6 +912,16 @@ class SegmentStore:
 
     # --- lookups --------------------------------------------------------------
 
+    def _check_room(self, new_segments: int) -> None:
+        """Refuses a change that would take the store past ``max_segments``."""
+        limit = self.config.max_segments
+        if self._segment_count + new_segments > limit:
+            msg = (
+                f"the store holds {self._segment_count} segments and its limit is {limit}: "
+                f"{new_segments} more do not fit"
+            )
+            raise ResourceExhaustedError(msg)
+
     def _stream(self, scope: str, stream: str) -> _Stream:
         with self._meta_lock:
             found = self._streams.get((scope, stream))
@@ -903,10 +953,19 @@ def _whole_frames(chunk: bytes) -> int:
     return pos
 
 
+def _default_open_files() -> int:
+    """A quarter of the process's soft descriptor limit, 16 to 1024."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(16, min(1024, soft // 4))
+
+
 def _seal(segment: Segment, time_ms: int) -> None:
     segment.pending_sealed = True
     _advance_pending(segment, segment.committed_end, time_ms)
     segment.publish(segment.committed_end, time_ms, sealed=True)
+    segment.release_writer()
 
 
 def _advance_pending(segment: Segment, end: int, time_ms: int) -> None:
