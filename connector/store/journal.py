@@ -4,7 +4,7 @@ Every change to metadata (scopes, streams, scaling, commits of appends, idle
 ticks, seals, state values) is one record. Records are written in batches and
 made durable with one fsync (group commit). At start the journal is replayed;
 a torn or corrupt tail is cut off. :meth:`Journal.rewrite` replaces the whole
-file with a snapshot of the live state (compaction) through a new file renamed
+file with fewer records (compaction) through a new file renamed
 over the old one, so a crash leaves either the old journal or the new one.
 """
 
@@ -15,7 +15,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from connector.store.disk import write_all
@@ -24,6 +24,11 @@ __all__ = ["Journal"]
 
 _HEADER = struct.Struct("<II")
 _log = logging.getLogger(__name__)
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
 
 
 class Journal:
@@ -42,6 +47,7 @@ class Journal:
         with open(self._path, "rb") as file:
             data = file.read()
         pos = 0
+        self.records = 0
         while len(data) - pos >= _HEADER.size:
             length, crc = _HEADER.unpack_from(data, pos)
             body = data[pos + _HEADER.size : pos + _HEADER.size + length]
@@ -59,41 +65,6 @@ class Journal:
     def add(self, record: dict[str, Any]) -> None:
         """Queues a record; it is durable after the next :meth:`sync`."""
         self._pending.append(_encode(record))
-
-    def rewrite(self, records: list[dict[str, Any]]) -> None:
-        """Replaces the journal with ``records``, durably; nothing may be queued.
-
-        The records go to a new file, fsynced, renamed over the journal and the
-        directory fsynced: a crash at any point leaves the old journal or the
-        new one whole.
-
-        Raises:
-            OSError: the new file could not be written; the journal is unchanged.
-        """
-        if self._pending:
-            msg = f"cannot rewrite the journal with {len(self._pending)} record(s) queued"
-            raise RuntimeError(msg)
-        data = b"".join(_encode(record) for record in records)
-        fresh = self._path + ".compacting"
-        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            write_all(fd, data, 0)
-            os.fsync(fd)
-        except OSError:
-            os.close(fd)
-            os.unlink(fresh)
-            raise
-        os.close(fd)
-        os.replace(fresh, self._path)
-        folder = os.open(os.path.dirname(self._path) or ".", os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-        os.close(self._fd)
-        self._fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
-        self._size = len(data)
-        self.records = len(records)
 
     def sync(self) -> None:
         """Writes the queued records and fsyncs the file: all of them durable, or none.
@@ -116,6 +87,43 @@ class Journal:
             raise
         self._size += len(data)
         self.records += count
+
+    def rewrite(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Replaces the journal's content by ``records``, atomically; returns its new size.
+
+        The new journal is written beside the old one, fsynced and renamed over
+        it (then the folder is fsynced), so a crash leaves either whole. Call it
+        with nothing queued.
+
+        Raises:
+            OSError: the new journal could not be written; the old one is untouched.
+        """
+        assert not self._pending, "rewrite with records queued"
+        temporary = self._path + ".compacting"
+        records = list(records)
+        data = b"".join(_encode(record) for record in records)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self._path)
+        folder = os.open(os.path.dirname(self._path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+        os.close(self._fd)
+        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = len(data)
+        self.records = len(records)
+        return self._size
+
+    @property
+    def size(self) -> int:
+        """The journal's durable size in bytes."""
+        return self._size
 
     def discard(self) -> None:
         """Drops the queued records (their group failed before the journal was written)."""
