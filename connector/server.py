@@ -43,6 +43,7 @@ from connector.errors import (
     TidemarkError,
 )
 from connector.model import SegmentDescription, StateValue, StreamDescription
+from connector.ops import HealthReporter, StoreMetrics, add_reflection
 from connector.security import ServerTls, TokenInterceptor, TokenTable
 from connector.store import SegmentStore, StoreConfig
 
@@ -132,10 +133,11 @@ def _state_message(value: StateValue) -> _pb.StateValue:
 
 
 class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
-    """Answers the SegmentStore service from a :class:`SegmentStore`."""
+    """Answers the SegmentStore service from a :class:`SegmentStore`, counting in ``metrics``."""
 
-    def __init__(self, store: SegmentStore):
+    def __init__(self, store: SegmentStore, metrics: StoreMetrics):
         self._store = store
+        self._metrics = metrics
 
     def CreateScope(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
         _call(context, lambda: self._store.create_scope(request.scope))
@@ -175,16 +177,18 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         )
 
     def AppendEvents(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
-        result = _call(
-            context,
-            lambda: self._store.append(
-                request.segment,
-                request.writer_id,
-                request.first_event_number,
-                request.events,
-                request.routing_keys,
-            ),
-        )
+        with self._metrics.timing(self._metrics.append_seconds):
+            result = _call(
+                context,
+                lambda: self._store.append(
+                    request.segment,
+                    request.writer_id,
+                    request.first_event_number,
+                    request.events,
+                    request.routing_keys,
+                ),
+            )
+        self._metrics.appended(request.segment, request.events[result.duplicates :])
         return _pb.AppendResponse(
             write_offset=result.write_offset,
             ingestion_time=result.ingestion_time,
@@ -194,17 +198,19 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
 
     def ReadSegment(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
         known = request.known_watermark if request.has_known_watermark else None
-        result = _call(
-            context,
-            lambda: self._store.read(
-                request.segment,
-                request.offset,
-                # Larger answers would not fit a message; the reader asks again from next_offset.
-                min(request.max_bytes, MAX_READ_BYTES),
-                request.wait_ms,
-                known,
-            ),
-        )
+        with self._metrics.timing(self._metrics.read_seconds):
+            result = _call(
+                context,
+                lambda: self._store.read(
+                    request.segment,
+                    request.offset,
+                    # Larger answers would not fit a message; the reader asks again from
+                    # next_offset.
+                    min(request.max_bytes, MAX_READ_BYTES),
+                    request.wait_ms,
+                    known,
+                ),
+            )
         return _pb.ReadResponse(
             segment=result.segment,
             offset=result.offset,
@@ -265,6 +271,11 @@ class StoreServer:
     (:mod:`connector.security`). Without ``tokens`` anyone who reaches the port
     may do anything, so the server then listens on a loopback address only,
     unless ``allow_unauthenticated`` says it may listen elsewhere.
+
+    Operations: the port also answers the standard gRPC health service
+    (SERVING while the store takes writes) and server reflection, which need no
+    token; ``metrics_listen`` (``host:port``) serves Prometheus metrics over
+    HTTP at ``/metrics`` (``metrics_address`` says where, once started).
     """
 
     def __init__(
@@ -275,6 +286,7 @@ class StoreServer:
         tls: ServerTls | None = None,
         tokens: TokenTable | None = None,
         allow_unauthenticated: bool = False,
+        metrics_listen: str | None = None,
     ):
         if config.max_event_size > MAX_READ_BYTES:
             msg = (
@@ -299,7 +311,15 @@ class StoreServer:
             # No SO_REUSEPORT: a second server on a port in use must fail, not share it.
             options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
         )
-        _pb_grpc.add_SegmentStoreServicer_to_server(SegmentStoreServicer(self.store), self._server)
+        self.metrics = StoreMetrics(self.store)
+        self._metrics_listen = metrics_listen
+        self.metrics_address: str | None = None
+        self.health = HealthReporter(self.store)
+        _pb_grpc.add_SegmentStoreServicer_to_server(
+            SegmentStoreServicer(self.store, self.metrics), self._server
+        )
+        self.health.add_to(self._server)
+        add_reflection(self._server)
         try:
             port = (
                 self._server.add_secure_port(listen, credentials)
@@ -318,7 +338,17 @@ class StoreServer:
 
     def start(self) -> StoreServer:
         """Starts answering calls; returns self."""
+        if self._metrics_listen is not None:
+            try:
+                port = self.metrics.serve(self._metrics_listen)
+            except (OSError, ValueError) as error:
+                self.store.close()
+                msg = f"cannot serve metrics on {self._metrics_listen!r}: {error}"
+                raise InvalidArgumentError(msg) from None
+            self.metrics_address = f"{self._metrics_listen.rpartition(':')[0]}:{port}"
+            _log.info("metrics at http://%s/metrics", self.metrics_address)
         self._server.start()
+        self.health.start()
         _log.info(
             "serving %s from %s (%s, %s)",
             self.uri,
@@ -339,8 +369,10 @@ class StoreServer:
         if self._stopped:
             return
         self._stopped = True
+        self.health.stop()
         self._server.stop(grace_s).wait()
         self.store.close()
+        self.metrics.close()
         _log.info("stopped %s", self.uri)
 
     def wait(self) -> None:
@@ -365,7 +397,10 @@ def _parser() -> argparse.ArgumentParser:
         "--max-watermark-lag-ms",
         type=int,
         default=10_000,
-        help="idle segments get a watermark tick after this long (default 10000)",
+        help=(
+            "a segment idle this long gets a tick that advances its watermark; not the "
+            "readers' max_event_time_lag (default 10000)"
+        ),
     )
     parser.add_argument(
         "--polling-period-ms",
@@ -375,6 +410,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-event-size", type=int, default=1024 * 1024, help="bytes (default 1 MiB)"
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics over HTTP at /metrics there (default: none)",
     )
     security = parser.add_argument_group("security")
     security.add_argument("--tls-cert", help="PEM certificate chain: the port speaks TLS only")
@@ -414,6 +454,7 @@ def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Cl
             tls=tls,
             tokens=tokens,
             allow_unauthenticated=args.allow_unauthenticated,
+            metrics_listen=args.metrics_listen,
         )
     except InvalidArgumentError as error:
         message = str(error)
@@ -448,7 +489,10 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, on_reload)
-    server.start()
+    try:
+        server.start()
+    except InvalidArgumentError as error:
+        parser.error(str(error))
     print(f"listening on {server.address}", flush=True)
     # Wake up now and then: a signal that lands as this thread goes to sleep (or on another
     # thread) does not interrupt an untimed wait, and its handler runs only once we wake.

@@ -55,6 +55,13 @@ _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
 }
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+# The channel retries connecting after 0.1 s, backing off to at most 1 s (gRPC's default grows
+# to 120 s), so a client is back within about a second of its server.
+_RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+]
 # What the server adds to a SegmentSealedError (see connector.server._error_metadata).
 
 
@@ -108,10 +115,11 @@ class StoreClient:
         _, in_uri = split_uri(uri)
         self.credentials = in_uri.merged(credentials) if credentials else in_uri
         tls = self.credentials.channel_credentials()
+        options = [*GRPC_OPTIONS, *_RECONNECT_OPTIONS]
         self._channel = (
-            grpc.secure_channel(address, tls, options=GRPC_OPTIONS)
+            grpc.secure_channel(address, tls, options=options)
             if tls is not None
-            else grpc.insecure_channel(address, options=GRPC_OPTIONS)
+            else grpc.insecure_channel(address, options=options)
         )
         self._metadata = self.credentials.call_metadata()
         self._stub = _pb_grpc.SegmentStoreStub(self._channel)
@@ -121,15 +129,31 @@ class StoreClient:
 
     def _invoke(self, call: Callable[..., _T], request: Any, retry: bool, wait_s: float = 0) -> _T:
         deadline = time.monotonic() + self._retry_timeout_s
-        pause = 0.05
+        reconnecting = False
         while True:
+            timeout = self._call_timeout_s + wait_s
+            if reconnecting:
+                # Wait for the channel to be ready again (it retries connecting at least every
+                # second), but no longer than the retry budget left: the call goes out the
+                # moment the server is back, not after a sleep.
+                timeout = min(timeout, max(deadline - time.monotonic(), 0.01) + wait_s)
             try:
-                return call(request, timeout=self._call_timeout_s + wait_s, metadata=self._metadata)
+                return call(
+                    request,
+                    timeout=timeout,
+                    metadata=self._metadata,
+                    wait_for_ready=reconnecting,
+                )
             except grpc.RpcError as error:
                 if not (retry and error.code() in _RETRYABLE) or time.monotonic() >= deadline:
+                    if reconnecting and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                        msg = (
+                            f"the store at {parse_uri(self.uri)!r} could not be reached "
+                            f"within {self._retry_timeout_s} s"
+                        )
+                        raise self._explained(StoreUnavailableError(msg)) from None
                     raise self._explained(_domain_error(error)) from None
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
+            reconnecting = True
 
     def _explained(self, error: TidemarkError) -> TidemarkError:
         """``error``, with a hint when the store could not be reached over the wrong transport."""

@@ -46,14 +46,19 @@ def write_all(fd: int, data: bytes, size_before: int) -> None:
         raise
 
 
-def domain_error(error: OSError, what: str) -> TidemarkError:
-    """The error a caller gets when ``what`` (``"the append"``...) failed with ``error``."""
+def domain_error(error: OSError, what: str, outcome: str = "stored") -> TidemarkError:
+    """The error a caller gets when ``what`` (``"the append"``...) failed with ``error``.
+
+    The message says ``what`` was not ``outcome`` (``"stored"``, ``"served"``).
+    """
     if error.errno in _OUT_OF_SPACE:
-        msg = f"the store is out of disk space: {what} was not stored (retry once space is freed)"
+        msg = (
+            f"the store is out of disk space: {what} was not {outcome} (retry once space is freed)"
+        )
         return ResourceExhaustedError(msg)
     if error.errno in _OUT_OF_DESCRIPTORS:
-        msg = f"the store has too many open files: {what} was not stored"
+        msg = f"the store has too many open files: {what} was not {outcome}"
         return ResourceExhaustedError(msg)
     reason = os.strerror(error.errno) if error.errno else type(error).__name__
-    msg = f"the store could not write to disk ({reason}): {what} was not stored"
+    msg = f"the store could not write to disk ({reason}): {what} was not {outcome}"
     return StoreUnavailableError(msg)

@@ -13,7 +13,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from connector.store.disk import write_all
@@ -22,6 +22,11 @@ __all__ = ["Journal"]
 
 _HEADER = struct.Struct("<II")
 _log = logging.getLogger(__name__)
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
 
 
 class Journal:
@@ -53,8 +58,7 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         """Queues a record; it is durable after the next :meth:`sync`."""
-        body = json.dumps(record, separators=(",", ":")).encode()
-        self._pending.append(_HEADER.pack(len(body), zlib.crc32(body)) + body)
+        self._pending.append(_encode(record))
 
     def sync(self) -> None:
         """Writes the queued records and fsyncs the file: all of them durable, or none.
@@ -75,6 +79,41 @@ class Journal:
             os.ftruncate(self._fd, self._size)
             raise
         self._size += len(data)
+
+    def rewrite(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Replaces the journal's content by ``records``, atomically; returns its new size.
+
+        The new journal is written beside the old one, fsynced and renamed over
+        it (then the folder is fsynced), so a crash leaves either whole. Call it
+        with nothing queued.
+
+        Raises:
+            OSError: the new journal could not be written; the old one is untouched.
+        """
+        assert not self._pending, "rewrite with records queued"
+        temporary = self._path + ".compacting"
+        data = b"".join(_encode(record) for record in records)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self._path)
+        folder = os.open(os.path.dirname(self._path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+        os.close(self._fd)
+        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = len(data)
+        return self._size
+
+    @property
+    def size(self) -> int:
+        """The journal's durable size in bytes."""
+        return self._size
 
     def discard(self) -> None:
         """Drops the queued records (their group failed before the journal was written)."""

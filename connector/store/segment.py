@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from connector.model import SegmentInfo
 from connector.store.disk import write_all
+from connector.store.open_files import OpenFiles
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
@@ -43,6 +44,7 @@ class Segment:
         creation_time: int,
         predecessors: tuple[str, ...],
         data_path: str,
+        files: OpenFiles,
     ):
         self.name = name
         self.number = number
@@ -64,8 +66,8 @@ class Segment:
         self.pending_sealed = False
         self.writer_numbers: dict[str, int] = {}
         self.data_path = data_path
-        self._write_fd = os.open(data_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._read_fd = os.open(data_path, os.O_RDONLY)
+        # No descriptor of its own: each use borrows one from the store's cache.
+        self._files = files
         self.dirty = False
         # Mid-batch offsets handed out as a read's next offset: known event boundaries,
         # so a sequential reader's next read is not checked by rescanning its batch.
@@ -84,7 +86,8 @@ class Segment:
         All of ``frames`` or nothing: on a failed or short write the file is cut
         back and the ``OSError`` raised, and the pending end does not move.
         """
-        write_all(self._write_fd, frames, self.pending_end)
+        with self._files.borrow(self.data_path, writable=True) as fd:
+            write_all(fd, frames, self.pending_end)
         self.pending_end += len(frames)
         self.dirty = True
         return self.pending_end
@@ -92,13 +95,14 @@ class Segment:
     def roll_back(self, end: int) -> None:
         """Forgets pending data after ``end`` (a group that failed to commit): cuts the file."""
         if self.pending_end > end:
-            os.ftruncate(self._write_fd, end)
+            os.truncate(self.data_path, end)
         self.pending_end = end
 
     def sync(self) -> None:
         """Makes the written data durable."""
         if self.dirty:
-            os.fdatasync(self._write_fd)
+            with self._files.borrow(self.data_path, writable=True) as fd:
+                os.fdatasync(fd)
             self.dirty = False
 
     def publish(self, end: int, time_ms: int, sealed: bool = False) -> None:
@@ -112,12 +116,16 @@ class Segment:
 
     def truncate_to(self, end: int) -> None:
         """Cuts the data file to ``end`` (recovery: drops an unacknowledged tail)."""
-        os.ftruncate(self._write_fd, end)
-        os.fsync(self._write_fd)
+        with self._files.borrow(self.data_path, writable=True) as fd:
+            os.ftruncate(fd, end)
+            os.fsync(fd)
 
     def data_size(self) -> int:
-        """The data file's current size in bytes."""
-        return os.fstat(self._read_fd).st_size
+        """The data file's current size in bytes (0 before its first write)."""
+        try:
+            return os.stat(self.data_path).st_size
+        except FileNotFoundError:
+            return 0
 
     # --- the readers' side ----------------------------------------------------
 
@@ -128,7 +136,8 @@ class Segment:
 
     def read_bytes(self, start: int, stop: int) -> bytes:
         """Reads the data file between two offsets."""
-        return os.pread(self._read_fd, stop - start, start)
+        with self._files.borrow(self.data_path) as fd:
+            return os.pread(fd, stop - start, start)
 
     def info(self) -> SegmentInfo:
         """The segment's published attributes."""
@@ -157,13 +166,13 @@ class Segment:
         with self.changed:
             return offset in self.read_boundaries
 
+    def release_writer(self) -> None:
+        """Closes the data file's idle write descriptor (the segment is sealed)."""
+        self._files.forget(self.data_path, writable=True)
+
     def close(self) -> None:
-        """Closes the files; closing twice is harmless."""
-        for attr in ("_write_fd", "_read_fd"):
-            fd = getattr(self, attr)
-            if fd >= 0:
-                os.close(fd)
-                setattr(self, attr, -1)
+        """Closes the segment's idle descriptors; closing twice is harmless."""
+        self._files.forget(self.data_path)
 
     def __repr__(self) -> str:
         return f"Segment({self.name!r}, end={self.committed_end}, sealed={self.sealed})"

@@ -18,6 +18,7 @@ import base64
 import logging
 import os
 import queue
+import resource
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -47,11 +48,13 @@ from connector.model import (
     StreamDescription,
 )
 from connector.names import SegmentId, validate_name
+from connector.store.compaction import TickFolding, fold_ticks
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
+from connector.store.open_files import OpenFiles
 from connector.store.segment import Segment
 
-__all__ = ["SegmentStore", "StoreConfig"]
+__all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
 _log = logging.getLogger(__name__)
 
@@ -70,6 +73,15 @@ class StoreConfig:
         max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
+        compact_after_ticks: the journal is compacted once this many idle ticks
+            could be folded away (a later tick of the same segment replaced them),
+            so restarts take time in proportion to the live state, not to history.
+        max_open_files: how many data-file descriptors stay open at most when
+            idle (sealed and cold segments' files are closed, least recently
+            used first); None takes a quarter of the process's descriptor
+            limit, 16 to 1024.
+        max_segments: how many segments the store holds at most; a creation
+            or a scale that would pass it fails with RESOURCE_EXHAUSTED.
     """
 
     data_dir: str
@@ -77,6 +89,9 @@ class StoreConfig:
     max_watermark_lag_ms: int = 10_000
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
+    compact_after_ticks: int = 10_000
+    max_open_files: int | None = None
+    max_segments: int = 100_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -85,9 +100,19 @@ class StoreConfig:
         if self.polling_period_ms is not None and self.polling_period_ms <= 0:
             msg = f"polling_period_ms must be > 0 or None, got {self.polling_period_ms!r}"
             raise InvalidArgumentError(msg)
+        if self.compact_after_ticks <= 0:
+            msg = f"compact_after_ticks must be > 0, got {self.compact_after_ticks!r}"
+            raise InvalidArgumentError(msg)
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
+        for name in ("max_open_files", "max_segments"):
+            value = getattr(self, name)
+            if value is None and name == "max_open_files":
+                continue
+            if not isinstance(value, int) or value < 1:
+                msg = f"{name} must be an integer >= 1, got {value!r}"
+                raise InvalidArgumentError(msg)
 
 
 @dataclass
@@ -120,6 +145,19 @@ class _Stream:
         )
 
 
+class StoreObserver:
+    """What a store reports as it works (metrics); every method does nothing by default.
+
+    Called on the sequencer thread: an observer must be quick and must not call the store.
+    """
+
+    def committed(self, changes: int) -> None:
+        """A group of ``changes`` changes was made durable and published."""
+
+    def ticked(self, segments: int) -> None:
+        """``segments`` idle segments got an idle tick."""
+
+
 @dataclass
 class _Op:
     prepare: Callable[[], _Publish]
@@ -143,13 +181,19 @@ class SegmentStore:
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
+        self._files = OpenFiles(config.max_open_files or _default_open_files())
+        self._segment_count = 0
         self._dirty: set[Segment] = set()
         # How to take back the pending changes of the group being prepared, should its
         # commit fail: run in reverse, they leave the sequencer's view as it was durable.
         self._undo: list[Callable[[], None]] = []
         self._closed = threading.Event()
         self._failure: BaseException | None = None
+        # Set when a group failed for want of disk space; the next durable group clears it.
+        self._out_of_space = False
+        self.observer = StoreObserver()
         self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
+        self._folding = TickFolding()
         self._recover()
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._sequencer = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
@@ -191,6 +235,7 @@ class SegmentStore:
             if (scope, stream) in self._streams:
                 msg = f"stream {scope}/{stream!s} already exists"
                 raise AlreadyExistsError(msg)
+            self._check_room(segment_count)
             ranges = _even_ranges(0.0, 1.0, segment_count)
             return self._record(
                 {
@@ -228,6 +273,7 @@ class SegmentStore:
                     msg = f"segment {segment.name!r} is sealed already and cannot be scaled"
                     raise SegmentSealedError(msg, segment.name, segment.successors)
             ranges = _scale_ranges(segments, split_count)
+            self._check_room(len(ranges))
             sealed = [[s.number, s.next_time(self._clock.now_ms())] for s in segments]
             first = max(s.number for s in target.segments.values()) + 1
             created = [[first + i, lo, hi] for i, (lo, hi) in enumerate(ranges)]
@@ -408,7 +454,23 @@ class SegmentStore:
         Raises:
             InvalidArgumentError: ``offset`` is negative, past the end or not
                 at an event boundary; ``max_bytes`` is not positive.
+            ResourceExhaustedError: no file descriptor was left to read with.
+            StoreUnavailableError: the data file could not be read.
         """
+        try:
+            return self._read(segment, offset, max_bytes, wait_ms, known_watermark)
+        except OSError as error:  # no descriptor left, or the disk failed under the read
+            _log.warning("a read of %s failed: %s", segment, error)
+            raise domain_error(error, "the read", "served") from None
+
+    def _read(
+        self,
+        segment: str,
+        offset: int,
+        max_bytes: int,
+        wait_ms: int,
+        known_watermark: int | None,
+    ) -> ReadResult:
         target = self._segment_named(segment)
         if max_bytes <= 0:
             msg = f"max_bytes must be > 0, got {max_bytes!r}"
@@ -488,6 +550,29 @@ class SegmentStore:
         """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark."""
         return self._segment_named(segment).info()
 
+    def stream_ids(self) -> list[tuple[str, str]]:
+        """Every stream's (scope, stream), sorted."""
+        with self._meta_lock:
+            return sorted(self._streams)
+
+    def scopes(self) -> list[str]:
+        """Every scope, sorted."""
+        with self._meta_lock:
+            return sorted(self._scopes)
+
+    @property
+    def accepting_writes(self) -> bool:
+        """Whether the store takes changes now.
+
+        False once closed or failed, and while its last group failed for want of
+        disk space (until a group is stored again).
+        """
+        return not (self._closed.is_set() or self._failure is not None or self._out_of_space)
+
+    def journal_size(self) -> int:
+        """The journal's size on disk, in bytes."""
+        return os.path.getsize(os.path.join(self.config.data_dir, "journal.log"))
+
     # --- idle segments --------------------------------------------------------
 
     def advance_idle_segments(self) -> int:
@@ -511,6 +596,8 @@ class SegmentStore:
             def published() -> int:
                 for publish in publishes:
                     publish()
+                if publishes:
+                    self.observer.ticked(len(publishes))
                 return len(publishes)
 
             return published
@@ -577,6 +664,7 @@ class SegmentStore:
             with segment.changed:
                 segment.changed.notify_all()
             segment.close()
+        self._files.close()
         self._journal.close()
 
     def __enter__(self) -> SegmentStore:
@@ -636,6 +724,7 @@ class SegmentStore:
             op.future.set_exception(error)
         except OSError as error:  # the data file's write failed; nothing of it stays
             _log.warning("a change was not stored: %s", error)
+            self._note_failure(error)
             op.future.set_exception(domain_error(error, "the change"))
         except Exception as error:  # a bug: report it to the caller, keep serving
             _log.exception("operation failed")
@@ -661,18 +750,27 @@ class SegmentStore:
         except OSError as error:
             _log.warning("a group of %d change(s) was not stored: %s", len(group), error)
             self._roll_back(undo)
+            self._note_failure(error)
             failure = domain_error(error, "the change")
             for op, _ in group:
                 op.future.set_exception(failure)
             return
         finally:
             self._dirty.clear()
+        self._out_of_space = False
+        self.observer.committed(len(group))
+        if self._folding.foldable >= self.config.compact_after_ticks:
+            self._compact()
         for op, publish in group:
             try:
                 op.future.set_result(publish())
             except Exception as error:
                 _log.exception("publishing failed")
                 op.future.set_exception(error)
+
+    def _note_failure(self, error: OSError) -> None:
+        if isinstance(domain_error(error, "the change"), ResourceExhaustedError):
+            self._out_of_space = True
 
     def _roll_back(self, undo: list[Callable[[], None]]) -> None:
         self._journal.discard()
@@ -685,8 +783,23 @@ class SegmentStore:
             )
             self._failure = error
 
+    def _compact(self, records: list[dict[str, Any]] | None = None) -> None:
+        """Rewrites the journal without the idle ticks later ones replaced (sequencer only)."""
+        try:
+            current = records if records is not None else list(self._journal.replay())
+            kept = fold_ticks(current)
+            size = self._journal.rewrite(kept)
+        except OSError as error:  # the old journal is intact; try again after more ticks
+            _log.warning("journal compaction failed: %s", error)
+            return
+        self._folding.reset()
+        _log.info(
+            "journal compacted: %d of %d records kept, %d bytes", len(kept), len(current), size
+        )
+
     def _record(self, record: dict[str, Any]) -> _Publish:
         """Queues ``record`` in the journal; the returned callable applies it."""
+        self._folding.observe(record)
         self._journal.add(record)
         return lambda: self._apply(record)
 
@@ -759,15 +872,19 @@ class SegmentStore:
             creation_time=creation_time,
             predecessors=predecessors,
             data_path=os.path.join(folder, f"{number}.events"),
+            files=self._files,
         )
         stream.segments[number] = segment
+        self._segment_count += 1
         return segment
 
     def _recover(self) -> None:
-        records = 0
+        replayed = []
         for record in self._journal.replay():
             self._apply(record)
-            records += 1
+            self._folding.observe(record)
+            replayed.append(record)
+        records = len(replayed)
         for stream in self._streams.values():
             for segment in stream.segments.values():
                 size = segment.data_size()
@@ -790,8 +907,20 @@ class SegmentStore:
             len(self._scopes),
             len(self._streams),
         )
+        if self._folding.foldable >= self.config.compact_after_ticks:
+            self._compact(replayed)
 
     # --- lookups --------------------------------------------------------------
+
+    def _check_room(self, new_segments: int) -> None:
+        """Refuses a change that would take the store past ``max_segments``."""
+        limit = self.config.max_segments
+        if self._segment_count + new_segments > limit:
+            msg = (
+                f"the store holds {self._segment_count} segments and its limit is {limit}: "
+                f"{new_segments} more do not fit"
+            )
+            raise ResourceExhaustedError(msg)
 
     def _stream(self, scope: str, stream: str) -> _Stream:
         with self._meta_lock:
@@ -824,10 +953,19 @@ def _whole_frames(chunk: bytes) -> int:
     return pos
 
 
+def _default_open_files() -> int:
+    """A quarter of the process's soft descriptor limit, 16 to 1024."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(16, min(1024, soft // 4))
+
+
 def _seal(segment: Segment, time_ms: int) -> None:
     segment.pending_sealed = True
     _advance_pending(segment, segment.committed_end, time_ms)
     segment.publish(segment.committed_end, time_ms, sealed=True)
+    segment.release_writer()
 
 
 def _advance_pending(segment: Segment, end: int, time_ms: int) -> None:

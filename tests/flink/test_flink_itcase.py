@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from flink_adapter import (
     StartPosition,
     TimeDomain,
 )
+from tests.flink.collect import Collected
 
 pytestmark = pytest.mark.slow
 
@@ -39,31 +39,6 @@ class _Released(ProcessFunction):
         yield json.dumps(
             {"kind": "released", "event": value[1], "wm": ctx.timer_service().current_watermark()}
         )
-
-
-class Collected:
-    """The job's output, gathered by a thread as it arrives."""
-
-    def __init__(self, results: Any):
-        self.rows: list[dict[str, Any]] = []
-        self.condition = threading.Condition()
-        self.thread = threading.Thread(target=self._drain, args=(results,), daemon=True)
-        self.thread.start()
-
-    def _drain(self, results: Any) -> None:
-        try:
-            for text in results:
-                with self.condition:
-                    self.rows.append(json.loads(text))
-                    self.condition.notify_all()
-        except Exception:  # noqa: BLE001 - closing the results cancels the job mid-fetch
-            _log.debug("results closed", exc_info=True)
-
-    def wait_for(self, predicate: Any, what: str, timeout: float = 90.0) -> None:
-        with self.condition:
-            if not self.condition.wait_for(lambda: predicate(self.rows), timeout=timeout):
-                msg = f"timed out waiting for {what}; got {self.rows!r}"
-                raise AssertionError(msg)
 
 
 def _count(kind: str, sensor: str | None = None) -> Any:

@@ -1,0 +1,197 @@
+"""The server's metrics, in Prometheus's format (``prometheus-client``).
+
+Each server has its own :class:`~prometheus_client.CollectorRegistry`, so two
+servers in one process do not mix their numbers. Counters and histograms are
+updated as calls are answered (by the servicer) and as groups commit (by the
+store, through :class:`~connector.store.StoreObserver`); the gauges of the
+store's state (open segments, journal size, each stream's tail watermark and
+its lag behind the ingestion clock) are read from the store at scrape time.
+
+Names, all prefixed ``tidemark_``:
+
+- ``appended_events_total``, ``appended_bytes_total`` {stream}: events (and their
+  payload bytes) stored; duplicates a writer sent again are not counted.
+- ``append_seconds``, ``read_seconds``: latency of AppendEvents and ReadSegment
+  (a read at the tail includes the time it waited for data).
+- ``commit_group_changes``: how many changes each durable group held.
+- ``idle_ticks_total``: idle ticks given to segments.
+- ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
+- ``stream_tail_watermark_ms`` and ``stream_tail_watermark_lag_ms`` {stream}: the
+  lowest watermark of the stream's open segments, and how far it is behind now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from connector.errors import TidemarkError
+from connector.store import SegmentStore, StoreObserver
+
+__all__ = ["StoreMetrics", "stream_of_segment"]
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def stream_of_segment(segment: str) -> str:
+    """``scope/stream`` of a segment name ``scope/stream/N`` (the name itself otherwise)."""
+    head, sep, _ = segment.rpartition("/")
+    return head if sep else segment
+
+
+class _StoreStateCollector(Collector):
+    """Gauges read from the store when Prometheus scrapes."""
+
+    def __init__(self, store: SegmentStore):
+        self._store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
+        store = self._store
+        now = store.config.clock.now_ms()
+        open_segments = GaugeMetricFamily(
+            "tidemark_open_segments", "Segments not sealed, over every stream."
+        )
+        streams = GaugeMetricFamily("tidemark_streams", "Streams in the store.")
+        watermark = GaugeMetricFamily(
+            "tidemark_stream_tail_watermark_ms",
+            "Lowest watermark of the stream's open segments (epoch ms, ingestion time).",
+            labels=["stream"],
+        )
+        lag = GaugeMetricFamily(
+            "tidemark_stream_tail_watermark_lag_ms",
+            "How far the stream's tail watermark is behind the ingestion clock, in ms.",
+            labels=["stream"],
+        )
+        count = 0
+        ids = store.stream_ids()
+        for scope, stream in ids:
+            try:
+                description = store.describe_stream(scope, stream)
+                marks = [
+                    store.segment_info(s.segment).watermark
+                    for s in description.segments
+                    if not s.sealed
+                ]
+            except TidemarkError:  # gone or closing while we looked
+                continue
+            count += len(marks)
+            if marks:
+                name = f"{scope}/{stream}"
+                watermark.add_metric([name], min(marks))
+                lag.add_metric([name], max(0, now - min(marks)))
+        open_segments.add_metric([], count)
+        streams.add_metric([], len(ids))
+        yield open_segments
+        yield streams
+        yield watermark
+        yield lag
+        journal = GaugeMetricFamily("tidemark_journal_bytes", "Size of the store's journal.")
+        try:
+            journal.add_metric([], store.journal_size())
+        except OSError:
+            pass
+        else:
+            yield journal
+        yield GaugeMetricFamily(
+            "tidemark_accepting_writes",
+            "1 while the store takes writes, 0 while it refuses them (full disk, failure).",
+            value=1 if store.accepting_writes else 0,
+        )
+
+
+class _Observer(StoreObserver):
+    def __init__(self, groups: Histogram, ticks: Counter):
+        self._groups = groups
+        self._ticks = ticks
+
+    def committed(self, changes: int) -> None:
+        self._groups.observe(changes)
+
+    def ticked(self, segments: int) -> None:
+        self._ticks.inc(segments)
+
+
+class StoreMetrics:
+    """The metrics of one store server, in their own registry."""
+
+    def __init__(self, store: SegmentStore):
+        self.registry = CollectorRegistry()
+        self.appended_events = Counter(
+            "tidemark_appended_events",
+            "Events stored (duplicates not counted).",
+            ["stream"],
+            registry=self.registry,
+        )
+        self.appended_bytes = Counter(
+            "tidemark_appended_bytes",
+            "Payload bytes of the events stored.",
+            ["stream"],
+            registry=self.registry,
+        )
+        self.append_seconds = Histogram(
+            "tidemark_append_seconds",
+            "Latency of AppendEvents calls, answered or refused.",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.read_seconds = Histogram(
+            "tidemark_read_seconds",
+            "Latency of ReadSegment calls (a read at the tail includes its wait).",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        groups = Histogram(
+            "tidemark_commit_group_changes",
+            "Changes made durable together by one journal sync.",
+            buckets=_GROUP_BUCKETS,
+            registry=self.registry,
+        )
+        ticks = Counter(
+            "tidemark_idle_ticks", "Idle ticks given to segments.", registry=self.registry
+        )
+        self.registry.register(_StoreStateCollector(store))
+        ProcessCollector(registry=self.registry)
+        store.observer = _Observer(groups, ticks)
+        self._http: WSGIServer | None = None
+
+    def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
+        """Counts ``events`` as stored in ``segment``."""
+        stream = stream_of_segment(segment)
+        self.appended_events.labels(stream).inc(len(events))
+        self.appended_bytes.labels(stream).inc(sum(len(e) for e in events))
+
+    @contextmanager
+    def timing(self, histogram: Histogram) -> Iterator[None]:
+        """Observes how long the block takes, whether it returns or raises."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            histogram.observe(time.perf_counter() - start)
+
+    def serve(self, listen: str) -> int:
+        """Serves ``/metrics`` over HTTP on ``listen`` (``host:port``, port 0: any free).
+
+        Returns the port.
+        """
+        host, _, port = listen.rpartition(":")
+        server, _thread = start_http_server(
+            int(port), addr=host.strip("[]"), registry=self.registry
+        )
+        self._http = server
+        return server.server_port
+
+    def close(self) -> None:
+        """Stops serving ``/metrics``."""
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None

@@ -1,0 +1,82 @@
+"""The coordinator's epochs and the readers' tasks, against a real store server (no Flink)."""
+
+from __future__ import annotations
+
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.reader.planning import start_frontier
+from connector.reader.timestamps import FieldTimestampAssigner
+from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
+from flink_adapter.reading import read_task
+
+LAG = 1_000
+
+
+def _store(start_store, segments=2):
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("e")
+    StreamManager(client).create_stream("e", "s", segments)
+    return server, client
+
+
+def test_epochs_plan_tasks_then_an_end_whose_watermark_only_rises(start_store, clock):
+    server, client = _store(start_store)
+    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    with EventWriter(client, "e/s", JsonSerializer()) as writer:
+        for n in range(6):
+            writer.write_event({"n": n, "ts": clock.now_ms()}, routing_key=f"k{n}")
+    marks = []
+    for epoch in range(1, 6):
+        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG, max_events=4)
+        assert all(task.epoch == epoch for task in plan.tasks)
+        assert all(task.watermark_in_force == frontier.watermark for task in plan.tasks)
+        if plan.end.watermark is not None:
+            marks.append(plan.end.watermark)
+        frontier = plan.frontier
+        clock.advance(400)
+        server.store.advance_idle_segments()
+    assert marks == sorted(set(marks)) and len(marks) >= 2, marks
+    assert not plan_epoch(client, ["e/s"], frontier, 6, LAG).events_planned
+    client.close()
+
+
+def test_idle_segments_move_the_epoch_watermark(start_store, clock):
+    server, client = _store(start_store)
+    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    first = plan_epoch(client, ["e/s"], frontier, 1, LAG)
+    clock.advance(5_000)
+    server.store.advance_idle_segments()
+    second = plan_epoch(client, ["e/s"], first.frontier, 2, LAG)
+    assert not second.events_planned
+    assert second.end.watermark is not None
+    assert second.end.watermark > (first.frontier.watermark or 0)
+    client.close()
+
+
+def test_the_processing_time_domain_plans_no_watermark(start_store, clock):
+    server, client = _store(start_store)
+    frontier = start_frontier(client, ["e/s"], "earliest", None)
+    clock.advance(5_000)
+    server.store.advance_idle_segments()
+    assert plan_epoch(client, ["e/s"], frontier, 1, None).end.watermark is None
+    client.close()
+
+
+def test_records_round_trip_through_their_text():
+    task = ReadTask(3, 1, (("e/s/0", 0, 120), ("e/s/2", 0, 40)), 1_700_000_000_000)
+    assert decode_record(task.encode()) == task
+    assert decode_record(EpochEnd(3, None).encode()) == EpochEnd(3, None)
+
+
+def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store, clock):
+    server, client = _store(start_store, segments=1)
+    now = clock.now_ms()
+    with EventWriter(client, "e/s", JsonSerializer()) as writer:
+        for ts in (now - 10, now, now + 10):
+            writer.write_event({"ts": ts}, routing_key="k")
+    end = client.segment_info("e/s/0").write_offset
+    task = ReadTask(1, 0, (("e/s/0", 0, end),), now)
+    events = list(read_task(client, task, JsonSerializer(), FieldTimestampAssigner("ts"), True))
+    assert [(e.event_time - now, e.late) for e in events] == [(-10, True), (0, True), (10, False)]
+    assert all(isinstance(e.event, str) for e in events)
+    client.close()

@@ -1,0 +1,142 @@
+"""The source on a PyFlink mini-cluster over a real store: windows, idleness, bounded reads.
+
+One job per test (a job takes 10-20 s to start here), each checking several things.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pyflink.common import Types
+from pyflink.common.time import Time
+from pyflink.datastream.functions import ProcessFunction, ProcessWindowFunction
+from pyflink.datastream.window import TumblingEventTimeWindows
+
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from flink_adapter import (
+    LATE_EVENTS,
+    EventTimeOrderingFunction,
+    FlinkTidemarkReader,
+    StartPosition,
+    TimeDomain,
+)
+from tests.flink.collect import Collected
+
+pytestmark = pytest.mark.slow
+
+LAG_MS = 1_000
+
+
+class _CountWindow(ProcessWindowFunction):
+    def process(self, key: str, context: Any, elements: Any) -> Any:
+        yield json.dumps(
+            {
+                "key": key,
+                "start": context.window().start,
+                "count": sum(1 for _ in elements),
+                "watermark": context.current_watermark(),
+            }
+        )
+
+
+def _reader(uri: str, parallelism: int, **stream: Any) -> FlinkTidemarkReader:
+    return (
+        FlinkTidemarkReader.builder()
+        .with_store(uri)
+        .for_stream("w/s", **stream)
+        .with_deserialization_schema("json")
+        .with_time_domain(TimeDomain.INGESTION_TIME)
+        .with_timestamp_assigner("ts")
+        .with_max_event_time_lag(LAG_MS)
+        .with_parallelism(parallelism)
+        .build()
+    )
+
+
+def test_a_window_fires_on_the_group_watermark_with_more_readers_than_segments_and_one_idle(
+    start_store, clock, flink_env
+) -> None:
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("w")
+    StreamManager(client).create_stream("w", "s", 2)
+
+    def let_time_pass(ms: int = 400) -> None:
+        clock.advance(ms)
+        server.store.advance_idle_segments()
+
+    for _ in range(25):
+        let_time_pass()
+    readings = _reader(server.uri, parallelism=3).create_stream(flink_env)
+    windows = (
+        readings.key_by(lambda row: json.loads(row[1])["sensor"], key_type=Types.STRING())
+        .window(TumblingEventTimeWindows.of(Time.seconds(1)))
+        .process(_CountWindow(), output_type=Types.STRING())
+    )
+    window_start = (clock.now_ms() // 1_000 + 1) * 1_000
+    early_ts = clock.now_ms() + 60_000
+    with windows.execute_and_collect() as results:
+        output = Collected(results)
+        # One routing key: one segment gets everything, the other stays idle, and the third
+        # reader subtask never has a task.
+        with EventWriter(client, "w/s", JsonSerializer()) as writer:
+            for n in range(5):
+                writer.write_event({"sensor": "A", "ts": window_start + 100 * n}, routing_key="k")
+            writer.write_event({"sensor": "Z", "ts": early_ts}, routing_key="k")
+        for _ in range(40):
+            let_time_pass()
+            try:
+                output.wait_for(lambda rows: rows, "the window", timeout=1.5)
+                break
+            except AssertionError:
+                continue
+        output.wait_for(lambda rows: rows, "the window to fire on idle ticks")
+        fired = output.rows[0]
+    assert (fired["key"], fired["start"], fired["count"]) == ("A", window_start, 5)
+    # Fired on the group watermark: past the window, far below the early reading's time,
+    # which a watermark following the largest event time would have passed at once.
+    assert window_start + 999 <= fired["watermark"] < early_ts - 30_000
+    assert all(row["key"] == "A" for row in output.rows), output.rows
+    client.close()
+
+
+class _Tagged(ProcessFunction):
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield json.dumps({"kind": self.kind, "event": value[1], "key": value[0]})
+
+
+def test_a_bounded_read_returns_each_event_once_and_ends_the_job_with_the_final_watermark(
+    start_store, clock, flink_env
+) -> None:
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("w")
+    StreamManager(client).create_stream("w", "s", 2)
+    written = []
+    with EventWriter(client, "w/s", JsonSerializer()) as writer:
+        for n in range(40):
+            reading = {"sensor": f"s{n % 4}", "n": n, "ts": clock.now_ms() + 10 * n}
+            writer.write_event(reading, routing_key=reading["sensor"])
+            written.append(reading)
+    client.scale_stream("w", "s", [0], split_count=2)  # sealed segments are read whole
+    reader = _reader(server.uri, parallelism=2, start=StartPosition.earliest(), end="latest")
+    readings = reader.create_stream(flink_env)
+    ordered = readings.key_by(lambda row: row[0], key_type=Types.STRING()).process(
+        EventTimeOrderingFunction(), output_type=reader.output_type()
+    )
+    late = ordered.get_side_output(LATE_EVENTS).process(_Tagged("late"), output_type=Types.STRING())
+    released = ordered.process(_Tagged("released"), output_type=Types.STRING())
+    with released.union(late).execute_and_collect() as results:
+        rows = Collected(results).wait_until_finished()
+    events = [json.loads(row["event"]) for row in rows]
+    assert all(row["kind"] == "released" for row in rows), "the final watermark releases all"
+    assert sorted(events, key=lambda e: e["n"]) == written
+    for sensor in {e["sensor"] for e in written}:
+        mine = [e["n"] for e in events if e["sensor"] == sensor]
+        assert mine == sorted(mine), sensor
+    client.close()

@@ -1,0 +1,149 @@
+"""Metrics over HTTP, gRPC health and reflection, on a real server."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
+
+from connector import StoreClient, StreamManager
+from connector.clock import ManualClock
+from connector.errors import ResourceExhaustedError
+from connector.ops.health import STORE_SERVICE
+from connector.server import StoreServer
+from connector.store import StoreConfig
+from tests.conftest import CLOCK_START_MS, wait_until
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+@pytest.fixture
+def metered(data_dir: pathlib.Path, clock: ManualClock) -> Iterator[StoreServer]:
+    config = StoreConfig(data_dir=str(data_dir), clock=clock, polling_period_ms=None)
+    server = StoreServer(config, metrics_listen="127.0.0.1:0").start()
+    yield server
+    server.stop(grace_s=0.5)
+
+
+def scrape(address: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualClock) -> None:
+    assert metered.metrics_address is not None
+    with StoreClient(metered.uri, retry_timeout_s=2.0) as client:
+        StreamManager(client).create_scope("m")
+        StreamManager(client).create_stream("m", "s", segment_count=2)
+        StreamManager(client).create_stream("m", "quiet", segment_count=1)
+        for number in range(10):
+            client.append("m/s/0", "w", number * 3, [b"abc", b"de", b"f"])
+        client.append("m/s/1", "w", 0, [b"x" * 100])
+        duplicate = client.append("m/s/1", "w", 0, [b"x" * 100, b"y" * 50])  # one seen before
+        assert (duplicate.appended, duplicate.duplicates) == (1, 1)
+        first = client.read("m/s/0", 0, max_bytes=1)
+        client.read("m/s/0", first.next_offset)
+        clock.advance(60_000)
+        assert metered.store.advance_idle_segments() == 3
+
+    samples = scrape(metered.metrics_address)
+    s = (("stream", "m/s"),)
+    assert samples[("tidemark_appended_events_total", s)] == 10 * 3 + 1 + 1
+    assert samples[("tidemark_appended_bytes_total", s)] == 10 * 6 + 100 + 50
+    assert samples[("tidemark_append_seconds_count", ())] == 12
+    assert samples[("tidemark_read_seconds_count", ())] == 2
+    assert samples[("tidemark_idle_ticks_total", ())] == 3
+    assert samples[("tidemark_open_segments", ())] == 3
+    assert samples[("tidemark_streams", ())] == 2
+    assert samples[("tidemark_accepting_writes", ())] == 1
+    # Every change was one durable group or part of one.
+    assert samples[("tidemark_commit_group_changes_sum", ())] >= 3 + 12 + 1
+    assert samples[("tidemark_journal_bytes", ())] > 0
+    now = CLOCK_START_MS + 60_000
+    # The idle tick put every open segment's watermark just before now.
+    watermark = samples[("tidemark_stream_tail_watermark_ms", s)]
+    assert now - 10 <= watermark <= now
+    assert samples[("tidemark_stream_tail_watermark_lag_ms", s)] == now - watermark
+    clock.advance(5_000)
+    later = scrape(metered.metrics_address)
+    assert later[("tidemark_stream_tail_watermark_lag_ms", s)] == now + 5_000 - watermark
+
+
+def health_of(channel: grpc.Channel, service: str = "") -> int:
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+
+
+def test_health_and_reflection_answer_without_a_token(store_server: StoreServer) -> None:
+    with grpc.insecure_channel(store_server.address) as channel:
+        assert health_of(channel) == SERVING
+        assert health_of(channel, STORE_SERVICE) == SERVING
+        with pytest.raises(grpc.RpcError) as unknown:
+            health_of(channel, "no.such.Service")
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        (answer,) = list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+        names = {s.name for s in answer.list_services_response.service}
+        assert {STORE_SERVICE, "grpc.health.v1.Health"} <= names
+
+
+def test_a_metrics_port_in_use_is_an_error_naming_it(data_dir: pathlib.Path, metered) -> None:
+    config = StoreConfig(data_dir=str(data_dir / "other"), polling_period_ms=None)
+    server = StoreServer(config, metrics_listen=metered.metrics_address)
+    with pytest.raises(Exception, match=repr(metered.metrics_address)):
+        server.start()
+    server.stop(grace_s=0.1)
+
+
+@pytest.fixture
+def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A 4 MiB tmpfs mounted for this test."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], check=True)
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.slow
+def test_health_is_not_serving_while_the_disk_is_full(
+    small_disk: pathlib.Path, spawn_server
+) -> None:
+    server = spawn_server(small_disk / "data", "--metrics-listen", "127.0.0.1:0")
+    with (
+        StoreClient(server.uri, retry_timeout_s=2.0) as client,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        StreamManager(client).create_scope("r")
+        StreamManager(client).create_stream("r", "s", segment_count=1)
+        assert health_of(channel, STORE_SERVICE) == SERVING
+        filler = small_disk / "filler"
+        filler.write_bytes(b"\0" * (3 * 1024 * 1024))
+        number = 0
+        with pytest.raises(ResourceExhaustedError):
+            while number < 10_000:
+                client.append("r/s/0", "w", number, [b"e" * 65536])
+                number += 1
+        wait_until(
+            lambda: health_of(channel, STORE_SERVICE) == NOT_SERVING,
+            what="NOT_SERVING on a full disk",
+        )
+        assert health_of(channel) == NOT_SERVING
+        filler.unlink()
+        client.append("r/s/0", "w", number, [b"after"])
+        wait_until(lambda: health_of(channel) == SERVING, what="SERVING once space returns")
+        assert health_of(channel, STORE_SERVICE) == SERVING
