@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import resource
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -200,8 +201,10 @@ class SegmentStore:
         self.observer = StoreObserver()
         self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
         self._snapshot_records = 0
+        self._recovering = True
         self._folding = TickFolding()
         self._recover()
+        self._recovering = False
         self._maybe_compact()
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._sequencer = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
@@ -298,6 +301,26 @@ class SegmentStore:
 
         self._submit(prepare, barrier=True)
         return self.describe_stream(scope, stream)
+
+    def delete_stream(self, scope: str, stream: str) -> None:
+        """Deletes a sealed stream: its segments, their data files and lineage.
+
+        Once this returns, every call naming the stream or one of its segments
+        fails with NOT_FOUND, and the name may be used for a new stream.
+
+        Raises:
+            NotFoundError: the stream does not exist.
+            FailedPreconditionError: the stream is not sealed (seal it first).
+        """
+
+        def prepare() -> _Publish:
+            target = self._stream(scope, stream)
+            if not target.sealed:
+                msg = f"stream {scope}/{stream} is not sealed: seal it before deleting it"
+                raise FailedPreconditionError(msg)
+            return self._record({"op": "delete_stream", "scope": scope, "stream": stream})
+
+        self._submit(prepare, barrier=True)
 
     def seal_stream(self, scope: str, stream: str) -> StreamDescription:
         """Seals every open segment of the stream; readers see each one end."""
@@ -887,6 +910,8 @@ class SegmentStore:
                 self._apply_scale(record)
             elif op == "stream_state":
                 self._apply_stream_state(record)
+            elif op == "delete_stream":
+                self._apply_delete(record)
             elif op == "seal_stream":
                 stream = self._streams[(record["scope"], record["stream"])]
                 stream.sealed = True
@@ -908,6 +933,22 @@ class SegmentStore:
             else:
                 msg = f"unknown journal record {op!r}"
                 raise FailedPreconditionError(msg)
+
+    def _apply_delete(self, record: dict[str, Any]) -> None:
+        removed = self._streams.pop((record["scope"], record["stream"]))
+        self._segment_count -= len(removed.segments)
+        for segment in removed.segments.values():
+            with segment.changed:
+                segment.changed.notify_all()
+            segment.close()
+        if self._recovering:
+            # A stream of the same name may have been created since: its files are live.
+            return
+        folder = os.path.join(self.config.data_dir, "segments", removed.scope, removed.stream)
+        try:
+            shutil.rmtree(folder)
+        except OSError as error:  # the deletion is durable; the files are only garbage now
+            _log.warning("the data files of %s/%s stay: %s", removed.scope, removed.stream, error)
 
     def _apply_scale(self, record: dict[str, Any]) -> None:
         stream = self._streams[(record["scope"], record["stream"])]
