@@ -183,7 +183,6 @@ class SegmentStore:
     def __init__(self, config: StoreConfig):
         self.config = config
         self._clock = config.clock
-        os.makedirs(os.path.join(config.data_dir, "segments"), exist_ok=True)
         self._meta_lock = threading.RLock()
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], _Stream] = {}
@@ -199,7 +198,7 @@ class SegmentStore:
         # Set when a group failed for want of disk space; the next durable group clears it.
         self._out_of_space = False
         self.observer = StoreObserver()
-        self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
+        self._journal = _open_data_dir(config.data_dir)
         self._snapshot_records = 0
         self._recovering = True
         self._folding = TickFolding()
@@ -1062,6 +1061,22 @@ def _whole_frames(chunk: bytes) -> int:
             break
         pos += size
     return pos
+
+
+def _open_data_dir(data_dir: str) -> Journal:
+    """The data dir's journal, the dir made if need be; a dir that cannot be used is refused.
+
+    Raises:
+        InvalidArgumentError: ``data_dir`` is a file, on a read-only file
+            system, not writable or otherwise unusable (one line, no traceback).
+    """
+    try:
+        os.makedirs(os.path.join(data_dir, "segments"), exist_ok=True)
+        return Journal(os.path.join(data_dir, "journal.log"))
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        msg = f"data dir {quoted(data_dir)} cannot be used: {reason}"
+        raise InvalidArgumentError(msg) from None
 
 
 def _segment_state(segment: Segment) -> dict[str, Any]:
