@@ -176,6 +176,10 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             _call(context, lambda: self._store.seal_stream(request.scope, request.stream))
         )
 
+    def DeleteStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        _call(context, lambda: self._store.delete_stream(request.scope, request.stream))
+        return _pb.DeleteStreamResponse()
+
     def AppendEvents(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
         with self._metrics.timing(self._metrics.append_seconds):
             result = _call(

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63onnector/_proto/store.proto\x12\x0btidemark.v1\"#\n\x12\x43reateScopeRequest\x12\r\n\x05scope\x18\x01 \x01(\t\"$\n\x13\x43reateScopeResponse\x12\r\n\x05scope\x18\x01 \x01(\t\"K\n\x13\x43reateStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x15\n\rsegment_count\x18\x03 \x01(\x05\"6\n\x15\x44\x65scribeStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"a\n\x12ScaleStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x17\n\x0fsealed_segments\x18\x03 \x03(\x03\x12\x13\n\x0bsplit_count\x18\x04 \x01(\x05\"2\n\x11SealStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"\xa8\x01\n\x12SegmentDescription\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0f\n\x07key_low\x18\x02 \x01(\x01\x12\x10\n\x08key_high\x18\x03 \x01(\x01\x12\r\n\x05\x65poch\x18\x04 \x01(\x05\x12\x0e\n\x06sealed\x18\x05 \x01(\x08\x12\x15\n\rcreation_time\x18\x06 \x01(\x03\x12\x14\n\x0cpredecessors\x18\x07 \x03(\t\x12\x12\n\nsuccessors\x18\x08 \x03(\t\"\x84\x01\n\x11StreamDescription\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\r\n\x05\x65poch\x18\x03 \x01(\x05\x12\x0e\n\x06sealed\x18\x04 \x01(\x08\x12\x31\n\x08segments\x18\x05 \x03(\x0b\x32\x1f.tidemark.v1.SegmentDescription\"u\n\rAppendRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x11\n\twriter_id\x18\x02 \x01(\t\x12\x1a\n\x12\x66irst_event_number\x18\x03 \x01(\x03\x12\x0e\n\x06\x65vents\x18\x04 \x03(\x0c\x12\x14\n\x0crouting_keys\x18\x05 \x03(\t\"d\n\x0e\x41ppendResponse\x12\x14\n\x0cwrite_offset\x18\x01 \x01(\x03\x12\x16\n\x0eingestion_time\x18\x02 \x01(\x03\x12\x10\n\x08\x61ppended\x18\x03 \x01(\x05\x12\x12\n\nduplicates\x18\x04 \x01(\x05\"\x88\x01\n\x0bReadRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tmax_bytes\x18\x03 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x04 \x01(\x05\x12\x17\n\x0fknown_watermark\x18\x05 \x01(\x03\x12\x1b\n\x13has_known_watermark\x18\x06 \x01(\x08\"\x91\x01\n\x0cReadResponse\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x12\x11\n\twatermark\x18\x05 \x01(\x03\x12\x16\n\x0e\x65nd_of_segment\x18\x06 \x01(\x08\x12\x12\n\nsuccessors\x18\x07 \x03(\t\"%\n\x12SegmentInfoRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\"\xaa\x01\n\x0bSegmentInfo\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x15\n\rcreation_time\x18\x02 \x01(\x03\x12\x17\n\x0flast_write_time\x18\x03 \x01(\x03\x12\x14\n\x0cwrite_offset\x18\x04 \x01(\x03\x12\x0e\n\x06sealed\x18\x05 \x01(\x08\x12\x11\n\twatermark\x18\x06 \x01(\x03\x12\x0f\n\x07key_low\x18\x07 \x01(\x01\x12\x10\n\x08key_high\x18\x08 \x01(\x01\"\x1e\n\x0fGetStateRequest\x12\x0b\n\x03key\x18\x01 \x01(\t\"O\n\nStateValue\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x10\n\x08revision\x18\x03 \x01(\x03\x12\x13\n\x0bserver_time\x18\x04 \x01(\x03\"R\n\x19\x43ompareAndSetStateRequest\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x19\n\x11\x65xpected_revision\x18\x02 \x01(\x03\x12\r\n\x05value\x18\x03 \x01(\x0c\"W\n\x1a\x43ompareAndSetStateResponse\x12\x0f\n\x07written\x18\x01 \x01(\x08\x12(\n\x07\x63urrent\x18\x02 \x01(\x0b\x32\x17.tidemark.v1.StateValue2\xaa\x06\n\x0cSegmentStore\x12P\n\x0b\x43reateScope\x12\x1f.tidemark.v1.CreateScopeRequest\x1a .tidemark.v1.CreateScopeResponse\x12P\n\x0c\x43reateStream\x12 .tidemark.v1.CreateStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12T\n\x0e\x44\x65scribeStream\x12\".tidemark.v1.DescribeStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12N\n\x0bScaleStream\x12\x1f.tidemark.v1.ScaleStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12L\n\nSealStream\x12\x1e.tidemark.v1.SealStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12G\n\x0c\x41ppendEvents\x12\x1a.tidemark.v1.AppendRequest\x1a\x1b.tidemark.v1.AppendResponse\x12\x42\n\x0bReadSegment\x12\x18.tidemark.v1.ReadRequest\x1a\x19.tidemark.v1.ReadResponse\x12K\n\x0eGetSegmentInfo\x12\x1f.tidemark.v1.SegmentInfoRequest\x1a\x18.tidemark.v1.SegmentInfo\x12\x41\n\x08GetState\x12\x1c.tidemark.v1.GetStateRequest\x1a\x17.tidemark.v1.StateValue\x12\x65\n\x12\x43ompareAndSetState\x12&.tidemark.v1.CompareAndSetStateRequest\x1a\'.tidemark.v1.CompareAndSetStateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63onnector/_proto/store.proto\x12\x0btidemark.v1\"#\n\x12\x43reateScopeRequest\x12\r\n\x05scope\x18\x01 \x01(\t\"$\n\x13\x43reateScopeResponse\x12\r\n\x05scope\x18\x01 \x01(\t\"K\n\x13\x43reateStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x15\n\rsegment_count\x18\x03 \x01(\x05\"6\n\x15\x44\x65scribeStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"a\n\x12ScaleStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x17\n\x0fsealed_segments\x18\x03 \x03(\x03\x12\x13\n\x0bsplit_count\x18\x04 \x01(\x05\"2\n\x11SealStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"4\n\x13\x44\x65leteStreamRequest\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"\x16\n\x14\x44\x65leteStreamResponse\"\xa8\x01\n\x12SegmentDescription\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0f\n\x07key_low\x18\x02 \x01(\x01\x12\x10\n\x08key_high\x18\x03 \x01(\x01\x12\r\n\x05\x65poch\x18\x04 \x01(\x05\x12\x0e\n\x06sealed\x18\x05 \x01(\x08\x12\x15\n\rcreation_time\x18\x06 \x01(\x03\x12\x14\n\x0cpredecessors\x18\x07 \x03(\t\x12\x12\n\nsuccessors\x18\x08 \x03(\t\"\x84\x01\n\x11StreamDescription\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\r\n\x05\x65poch\x18\x03 \x01(\x05\x12\x0e\n\x06sealed\x18\x04 \x01(\x08\x12\x31\n\x08segments\x18\x05 \x03(\x0b\x32\x1f.tidemark.v1.SegmentDescription\"u\n\rAppendRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x11\n\twriter_id\x18\x02 \x01(\t\x12\x1a\n\x12\x66irst_event_number\x18\x03 \x01(\x03\x12\x0e\n\x06\x65vents\x18\x04 \x03(\x0c\x12\x14\n\x0crouting_keys\x18\x05 \x03(\t\"d\n\x0e\x41ppendResponse\x12\x14\n\x0cwrite_offset\x18\x01 \x01(\x03\x12\x16\n\x0eingestion_time\x18\x02 \x01(\x03\x12\x10\n\x08\x61ppended\x18\x03 \x01(\x05\x12\x12\n\nduplicates\x18\x04 \x01(\x05\"\x88\x01\n\x0bReadRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tmax_bytes\x18\x03 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x04 \x01(\x05\x12\x17\n\x0fknown_watermark\x18\x05 \x01(\x03\x12\x1b\n\x13has_known_watermark\x18\x06 \x01(\x08\"\x91\x01\n\x0cReadResponse\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x12\x11\n\twatermark\x18\x05 \x01(\x03\x12\x16\n\x0e\x65nd_of_segment\x18\x06 \x01(\x08\x12\x12\n\nsuccessors\x18\x07 \x03(\t\"%\n\x12SegmentInfoRequest\x12\x0f\n\x07segment\x18\x01 \x01(\t\"\xaa\x01\n\x0bSegmentInfo\x12\x0f\n\x07segment\x18\x01 \x01(\t\x12\x15\n\rcreation_time\x18\x02 \x01(\x03\x12\x17\n\x0flast_write_time\x18\x03 \x01(\x03\x12\x14\n\x0cwrite_offset\x18\x04 \x01(\x03\x12\x0e\n\x06sealed\x18\x05 \x01(\x08\x12\x11\n\twatermark\x18\x06 \x01(\x03\x12\x0f\n\x07key_low\x18\x07 \x01(\x01\x12\x10\n\x08key_high\x18\x08 \x01(\x01\"\x1e\n\x0fGetStateRequest\x12\x0b\n\x03key\x18\x01 \x01(\t\"O\n\nStateValue\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x10\n\x08revision\x18\x03 \x01(\x03\x12\x13\n\x0bserver_time\x18\x04 \x01(\x03\"R\n\x19\x43ompareAndSetStateRequest\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x19\n\x11\x65xpected_revision\x18\x02 \x01(\x03\x12\r\n\x05value\x18\x03 \x01(\x0c\"W\n\x1a\x43ompareAndSetStateResponse\x12\x0f\n\x07written\x18\x01 \x01(\x08\x12(\n\x07\x63urrent\x18\x02 \x01(\x0b\x32\x17.tidemark.v1.StateValue2\xff\x06\n\x0cSegmentStore\x12P\n\x0b\x43reateScope\x12\x1f.tidemark.v1.CreateScopeRequest\x1a .tidemark.v1.CreateScopeResponse\x12P\n\x0c\x43reateStream\x12 .tidemark.v1.CreateStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12T\n\x0e\x44\x65scribeStream\x12\".tidemark.v1.DescribeStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12N\n\x0bScaleStream\x12\x1f.tidemark.v1.ScaleStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12L\n\nSealStream\x12\x1e.tidemark.v1.SealStreamRequest\x1a\x1e.tidemark.v1.StreamDescription\x12S\n\x0c\x44\x65leteStream\x12 .tidemark.v1.DeleteStreamRequest\x1a!.tidemark.v1.DeleteStreamResponse\x12G\n\x0c\x41ppendEvents\x12\x1a.tidemark.v1.AppendRequest\x1a\x1b.tidemark.v1.AppendResponse\x12\x42\n\x0bReadSegment\x12\x18.tidemark.v1.ReadRequest\x1a\x19.tidemark.v1.ReadResponse\x12K\n\x0eGetSegmentInfo\x12\x1f.tidemark.v1.SegmentInfoRequest\x1a\x18.tidemark.v1.SegmentInfo\x12\x41\n\x08GetState\x12\x1c.tidemark.v1.GetStateRequest\x1a\x17.tidemark.v1.StateValue\x12\x65\n\x12\x43ompareAndSetState\x12&.tidemark.v1.CompareAndSetStateRequest\x1a\'.tidemark.v1.CompareAndSetStateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,30 +33,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCALESTREAMREQUEST']._serialized_end=350
   _globals['_SEALSTREAMREQUEST']._serialized_start=352
   _globals['_SEALSTREAMREQUEST']._serialized_end=402
-  _globals['_SEGMENTDESCRIPTION']._serialized_start=405
-  _globals['_SEGMENTDESCRIPTION']._serialized_end=573
-  _globals['_STREAMDESCRIPTION']._serialized_start=576
-  _globals['_STREAMDESCRIPTION']._serialized_end=708
-  _globals['_APPENDREQUEST']._serialized_start=710
-  _globals['_APPENDREQUEST']._serialized_end=827
-  _globals['_APPENDRESPONSE']._serialized_start=829
-  _globals['_APPENDRESPONSE']._serialized_end=929
-  _globals['_READREQUEST']._serialized_start=932
-  _globals['_READREQUEST']._serialized_end=1068
-  _globals['_READRESPONSE']._serialized_start=1071
-  _globals['_READRESPONSE']._serialized_end=1216
-  _globals['_SEGMENTINFOREQUEST']._serialized_start=1218
-  _globals['_SEGMENTINFOREQUEST']._serialized_end=1255
-  _globals['_SEGMENTINFO']._serialized_start=1258
-  _globals['_SEGMENTINFO']._serialized_end=1428
-  _globals['_GETSTATEREQUEST']._serialized_start=1430
-  _globals['_GETSTATEREQUEST']._serialized_end=1460
-  _globals['_STATEVALUE']._serialized_start=1462
-  _globals['_STATEVALUE']._serialized_end=1541
-  _globals['_COMPAREANDSETSTATEREQUEST']._serialized_start=1543
-  _globals['_COMPAREANDSETSTATEREQUEST']._serialized_end=1625
-  _globals['_COMPAREANDSETSTATERESPONSE']._serialized_start=1627
-  _globals['_COMPAREANDSETSTATERESPONSE']._serialized_end=1714
-  _globals['_SEGMENTSTORE']._serialized_start=1717
-  _globals['_SEGMENTSTORE']._serialized_end=2527
+  _globals['_DELETESTREAMREQUEST']._serialized_start=404
+  _globals['_DELETESTREAMREQUEST']._serialized_end=456
+  _globals['_DELETESTREAMRESPONSE']._serialized_start=458
+  _globals['_DELETESTREAMRESPONSE']._serialized_end=480
+  _globals['_SEGMENTDESCRIPTION']._serialized_start=483
+  _globals['_SEGMENTDESCRIPTION']._serialized_end=651
+  _globals['_STREAMDESCRIPTION']._serialized_start=654
+  _globals['_STREAMDESCRIPTION']._serialized_end=786
+  _globals['_APPENDREQUEST']._serialized_start=788
+  _globals['_APPENDREQUEST']._serialized_end=905
+  _globals['_APPENDRESPONSE']._serialized_start=907
+  _globals['_APPENDRESPONSE']._serialized_end=1007
+  _globals['_READREQUEST']._serialized_start=1010
+  _globals['_READREQUEST']._serialized_end=1146
+  _globals['_READRESPONSE']._serialized_start=1149
+  _globals['_READRESPONSE']._serialized_end=1294
+  _globals['_SEGMENTINFOREQUEST']._serialized_start=1296
+  _globals['_SEGMENTINFOREQUEST']._serialized_end=1333
+  _globals['_SEGMENTINFO']._serialized_start=1336
+  _globals['_SEGMENTINFO']._serialized_end=1506
+  _globals['_GETSTATEREQUEST']._serialized_start=1508
+  _globals['_GETSTATEREQUEST']._serialized_end=1538
+  _globals['_STATEVALUE']._serialized_start=1540
+  _globals['_STATEVALUE']._serialized_end=1619
+  _globals['_COMPAREANDSETSTATEREQUEST']._serialized_start=1621
+  _globals['_COMPAREANDSETSTATEREQUEST']._serialized_end=1703
+  _globals['_COMPAREANDSETSTATERESPONSE']._serialized_start=1705
+  _globals['_COMPAREANDSETSTATERESPONSE']._serialized_end=1792
+  _globals['_SEGMENTSTORE']._serialized_start=1795
+  _globals['_SEGMENTSTORE']._serialized_end=2690
 # @@protoc_insertion_point(module_scope)

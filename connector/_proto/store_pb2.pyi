@@ -55,6 +55,18 @@ class SealStreamRequest(_message.Message):
     stream: str
     def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ...) -> None: ...
 
+class DeleteStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ...) -> None: ...
+
+class DeleteStreamResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class SegmentDescription(_message.Message):
     __slots__ = ("segment", "key_low", "key_high", "epoch", "sealed", "creation_time", "predecessors", "successors")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]

@@ -64,6 +64,11 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.SealStreamRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.StreamDescription.FromString,
                 _registered_method=True)
+        self.DeleteStream = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/DeleteStream',
+                request_serializer=connector_dot___proto_dot_store__pb2.DeleteStreamRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.DeleteStreamResponse.FromString,
+                _registered_method=True)
         self.AppendEvents = channel.unary_unary(
                 '/tidemark.v1.SegmentStore/AppendEvents',
                 request_serializer=connector_dot___proto_dot_store__pb2.AppendRequest.SerializeToString,
@@ -125,6 +130,13 @@ class SegmentStoreServicer(object):
 
     def SealStream(self, request, context):
         """Seals every open segment of the stream; no successors are created.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteStream(self, request, context):
+        """Deletes a sealed stream and its data. FAILED_PRECONDITION if not sealed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -192,6 +204,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.SealStream,
                     request_deserializer=connector_dot___proto_dot_store__pb2.SealStreamRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.StreamDescription.SerializeToString,
+            ),
+            'DeleteStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteStream,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.DeleteStreamRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.DeleteStreamResponse.SerializeToString,
             ),
             'AppendEvents': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendEvents,
@@ -354,6 +371,33 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/SealStream',
             connector_dot___proto_dot_store__pb2.SealStreamRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.StreamDescription.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/DeleteStream',
+            connector_dot___proto_dot_store__pb2.DeleteStreamRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.DeleteStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -207,6 +207,11 @@ class StoreClient:
         request = _pb.SealStreamRequest(scope=scope, stream=stream)
         return _stream(self._invoke(self._stub.SealStream, request, retry=False))
 
+    def delete_stream(self, scope: str, stream: str) -> None:
+        """Deletes a sealed stream and its data (FailedPreconditionError if not sealed)."""
+        request = _pb.DeleteStreamRequest(scope=scope, stream=stream)
+        self._invoke(self._stub.DeleteStream, request, retry=False)
+
     # --- segments -------------------------------------------------------------
 
     def append(

@@ -3,7 +3,9 @@
 Every change to metadata (scopes, streams, scaling, commits of appends, idle
 ticks, seals, state values) is one record. Records are written in batches and
 made durable with one fsync (group commit). At start the journal is replayed;
-a torn or corrupt tail is cut off.
+a torn or corrupt tail is cut off. :meth:`Journal.rewrite` replaces the whole
+file with fewer records (compaction) through a new file renamed
+over the old one, so a crash leaves either the old journal or the new one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from connector.store.disk import write_all
@@ -24,6 +26,11 @@ _HEADER = struct.Struct("<II")
 _log = logging.getLogger(__name__)
 
 
+def _encode(record: Mapping[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
 class Journal:
     """An append-only record log in one file."""
 
@@ -32,12 +39,15 @@ class Journal:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[bytes] = []
         self._size = os.fstat(self._fd).st_size
+        #: How many records the file holds (known after :meth:`replay`).
+        self.records = 0
 
     def replay(self) -> Iterator[dict[str, Any]]:
         """Yields every intact record in order and cuts any torn tail off the file."""
         with open(self._path, "rb") as file:
             data = file.read()
         pos = 0
+        self.records = 0
         while len(data) - pos >= _HEADER.size:
             length, crc = _HEADER.unpack_from(data, pos)
             body = data[pos + _HEADER.size : pos + _HEADER.size + length]
@@ -45,6 +55,7 @@ class Journal:
                 break
             yield json.loads(body)
             pos += _HEADER.size + length
+            self.records += 1
         if pos != len(data):
             _log.warning("journal %s: cutting a torn tail of %d bytes", self._path, len(data) - pos)
             os.ftruncate(self._fd, pos)
@@ -53,8 +64,7 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         """Queues a record; it is durable after the next :meth:`sync`."""
-        body = json.dumps(record, separators=(",", ":")).encode()
-        self._pending.append(_HEADER.pack(len(body), zlib.crc32(body)) + body)
+        self._pending.append(_encode(record))
 
     def sync(self) -> None:
         """Writes the queued records and fsyncs the file: all of them durable, or none.
@@ -67,6 +77,7 @@ class Journal:
         if not self._pending:
             return
         data = b"".join(self._pending)
+        count = len(self._pending)
         self._pending.clear()
         try:
             write_all(self._fd, data, self._size)
@@ -75,6 +86,44 @@ class Journal:
             os.ftruncate(self._fd, self._size)
             raise
         self._size += len(data)
+        self.records += count
+
+    def rewrite(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Replaces the journal's content by ``records``, atomically; returns its new size.
+
+        The new journal is written beside the old one, fsynced and renamed over
+        it (then the folder is fsynced), so a crash leaves either whole. Call it
+        with nothing queued.
+
+        Raises:
+            OSError: the new journal could not be written; the old one is untouched.
+        """
+        assert not self._pending, "rewrite with records queued"
+        temporary = self._path + ".compacting"
+        records = list(records)
+        data = b"".join(_encode(record) for record in records)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self._path)
+        folder = os.open(os.path.dirname(self._path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+        os.close(self._fd)
+        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = len(data)
+        self.records = len(records)
+        return self._size
+
+    @property
+    def size(self) -> int:
+        """The journal's durable size in bytes."""
+        return self._size
 
     def discard(self) -> None:
         """Drops the queued records (their group failed before the journal was written)."""
@@ -85,3 +134,8 @@ class Journal:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body

@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import resource
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -48,10 +49,12 @@ from connector.model import (
     StreamDescription,
 )
 from connector.names import SegmentId, validate_name
+from connector.store.compaction import TickFolding, fold_ticks
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.open_files import OpenFiles
 from connector.store.segment import Segment
+from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
@@ -72,12 +75,19 @@ class StoreConfig:
         max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
+        compact_after_ticks: the journal is compacted once this many idle ticks
+            could be folded away (a later tick of the same segment replaced them),
+            so restarts take time in proportion to the live state, not to history.
         max_open_files: how many data-file descriptors stay open at most when
             idle (sealed and cold segments' files are closed, least recently
             used first); None takes a quarter of the process's descriptor
             limit, 16 to 1024.
         max_segments: how many segments the store holds at most; a creation
             or a scale that would pass it fails with RESOURCE_EXHAUSTED.
+        compact_after_records: the journal is compacted (rewritten as a
+            snapshot of the live state) once it holds this many records and
+            twice as many as its last snapshot, so a restart replays the live
+            state and at most this many records of history.
     """
 
     data_dir: str
@@ -85,8 +95,10 @@ class StoreConfig:
     max_watermark_lag_ms: int = 10_000
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
+    compact_after_ticks: int = 10_000
     max_open_files: int | None = None
     max_segments: int = 100_000
+    compact_after_records: int = 50_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -95,10 +107,13 @@ class StoreConfig:
         if self.polling_period_ms is not None and self.polling_period_ms <= 0:
             msg = f"polling_period_ms must be > 0 or None, got {self.polling_period_ms!r}"
             raise InvalidArgumentError(msg)
+        if self.compact_after_ticks <= 0:
+            msg = f"compact_after_ticks must be > 0, got {self.compact_after_ticks!r}"
+            raise InvalidArgumentError(msg)
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
-        for name in ("max_open_files", "max_segments"):
+        for name in ("max_open_files", "max_segments", "compact_after_records"):
             value = getattr(self, name)
             if value is None and name == "max_open_files":
                 continue
@@ -168,7 +183,6 @@ class SegmentStore:
     def __init__(self, config: StoreConfig):
         self.config = config
         self._clock = config.clock
-        os.makedirs(os.path.join(config.data_dir, "segments"), exist_ok=True)
         self._meta_lock = threading.RLock()
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], _Stream] = {}
@@ -184,8 +198,13 @@ class SegmentStore:
         # Set when a group failed for want of disk space; the next durable group clears it.
         self._out_of_space = False
         self.observer = StoreObserver()
-        self._journal = Journal(os.path.join(config.data_dir, "journal.log"))
+        self._journal = _open_data_dir(config.data_dir)
+        self._snapshot_records = 0
+        self._recovering = True
+        self._folding = TickFolding()
         self._recover()
+        self._recovering = False
+        self._maybe_compact()
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._sequencer = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
         self._sequencer.start()
@@ -281,6 +300,26 @@ class SegmentStore:
 
         self._submit(prepare, barrier=True)
         return self.describe_stream(scope, stream)
+
+    def delete_stream(self, scope: str, stream: str) -> None:
+        """Deletes a sealed stream: its segments, their data files and lineage.
+
+        Once this returns, every call naming the stream or one of its segments
+        fails with NOT_FOUND, and the name may be used for a new stream.
+
+        Raises:
+            NotFoundError: the stream does not exist.
+            FailedPreconditionError: the stream is not sealed (seal it first).
+        """
+
+        def prepare() -> _Publish:
+            target = self._stream(scope, stream)
+            if not target.sealed:
+                msg = f"stream {scope}/{stream} is not sealed: seal it before deleting it"
+                raise FailedPreconditionError(msg)
+            return self._record({"op": "delete_stream", "scope": scope, "stream": stream})
+
+        self._submit(prepare, barrier=True)
 
     def seal_stream(self, scope: str, stream: str) -> StreamDescription:
         """Seals every open segment of the stream; readers see each one end."""
@@ -704,6 +743,7 @@ class SegmentStore:
                     self._commit(group)
                     group = []
             self._commit(group)
+            self._maybe_compact()
 
     def _prepare(self, op: _Op) -> _Publish | None:
         if self._failure is not None:
@@ -750,6 +790,8 @@ class SegmentStore:
             self._dirty.clear()
         self._out_of_space = False
         self.observer.committed(len(group))
+        if self._folding.foldable >= self.config.compact_after_ticks:
+            self._compact()
         for op, publish in group:
             try:
                 op.future.set_result(publish())
@@ -772,10 +814,84 @@ class SegmentStore:
             )
             self._failure = error
 
+    def _compact(self, records: list[dict[str, Any]] | None = None) -> None:
+        """Rewrites the journal without the idle ticks later ones replaced (sequencer only)."""
+        try:
+            current = records if records is not None else list(self._journal.replay())
+            kept = fold_ticks(current)
+            size = self._journal.rewrite(kept)
+        except OSError as error:  # the old journal is intact; try again after more ticks
+            _log.warning("journal compaction failed: %s", error)
+            return
+        self._folding.reset()
+        _log.info(
+            "journal compacted: %d of %d records kept, %d bytes", len(kept), len(current), size
+        )
+
     def _record(self, record: dict[str, Any]) -> _Publish:
         """Queues ``record`` in the journal; the returned callable applies it."""
+        self._folding.observe(record)
         self._journal.add(record)
         return lambda: self._apply(record)
+
+    # --- compaction -----------------------------------------------------------
+
+    def _maybe_compact(self) -> None:
+        """Rewrites the journal as a snapshot once it has grown enough (sequencer only).
+
+        Runs between groups, when every change is durable and published, so
+        the snapshot is exactly the durable state. A failed rewrite (a full
+        disk) leaves the old journal in place and is tried again later.
+        """
+        records = self._journal.records
+        if records < max(self.config.compact_after_records, 2 * self._snapshot_records):
+            return
+        with self._meta_lock:
+            snapshot = self._snapshot()
+        try:
+            self._journal.rewrite(snapshot)
+        except OSError as error:
+            _log.warning("the journal was not compacted: %s", error)
+            self._snapshot_records = records
+            return
+        _log.info("compacted the journal: %d records to %d", records, len(snapshot))
+        self._snapshot_records = len(snapshot)
+
+    def _snapshot(self) -> list[dict[str, Any]]:
+        """The live state as journal records: scopes, streams with their segments, states."""
+        records: list[dict[str, Any]] = [{"op": "scope", "scope": s} for s in sorted(self._scopes)]
+        for stream in self._streams.values():
+            records.append(
+                {
+                    "op": "stream_state",
+                    "scope": stream.scope,
+                    "stream": stream.stream,
+                    "epoch": stream.epoch,
+                    "sealed": stream.sealed,
+                    "segments": [_segment_state(s) for s in stream.segments.values()],
+                }
+            )
+        for key, (value, revision) in sorted(self._states.items()):
+            records.append(
+                {"op": "state", "key": key, "v": base64.b64encode(value).decode(), "rev": revision}
+            )
+        return records
+
+    def _apply_stream_state(self, record: dict[str, Any]) -> None:
+        stream = _Stream(record["scope"], record["stream"], record["epoch"], record["sealed"])
+        self._streams[(stream.scope, stream.stream)] = stream
+        for state in record["segments"]:
+            segment = self._add_segment(
+                stream, state["n"], state["lo"], state["hi"], state["t"], tuple(state["pred"])
+            )
+            segment.epoch = state["ep"]
+            segment.successors = tuple(state["succ"])
+            segment.sealed = segment.pending_sealed = state["sealed"]
+            segment.committed_end = segment.pending_end = state["end"]
+            segment.last_write_time = state["lw"]
+            segment.pending_time = state["pt"]
+            segment.index = WatermarkIndex.restored(*state["idx"])
+            segment.writer_numbers = dict(state["w"])
 
     # --- applying records (live and at recovery) ------------------------------
 
@@ -791,6 +907,10 @@ class SegmentStore:
                     self._add_segment(stream, number, low, high, record["t"], ())
             elif op == "scale":
                 self._apply_scale(record)
+            elif op == "stream_state":
+                self._apply_stream_state(record)
+            elif op == "delete_stream":
+                self._apply_delete(record)
             elif op == "seal_stream":
                 stream = self._streams[(record["scope"], record["stream"])]
                 stream.sealed = True
@@ -812,6 +932,22 @@ class SegmentStore:
             else:
                 msg = f"unknown journal record {op!r}"
                 raise FailedPreconditionError(msg)
+
+    def _apply_delete(self, record: dict[str, Any]) -> None:
+        removed = self._streams.pop((record["scope"], record["stream"]))
+        self._segment_count -= len(removed.segments)
+        for segment in removed.segments.values():
+            with segment.changed:
+                segment.changed.notify_all()
+            segment.close()
+        if self._recovering:
+            # A stream of the same name may have been created since: its files are live.
+            return
+        folder = os.path.join(self.config.data_dir, "segments", removed.scope, removed.stream)
+        try:
+            shutil.rmtree(folder)
+        except OSError as error:  # the deletion is durable; the files are only garbage now
+            _log.warning("the data files of %s/%s stay: %s", removed.scope, removed.stream, error)
 
     def _apply_scale(self, record: dict[str, Any]) -> None:
         stream = self._streams[(record["scope"], record["stream"])]
@@ -853,10 +989,12 @@ class SegmentStore:
         return segment
 
     def _recover(self) -> None:
-        records = 0
+        replayed = []
         for record in self._journal.replay():
             self._apply(record)
-            records += 1
+            self._folding.observe(record)
+            replayed.append(record)
+        records = len(replayed)
         for stream in self._streams.values():
             for segment in stream.segments.values():
                 size = segment.data_size()
@@ -879,6 +1017,8 @@ class SegmentStore:
             len(self._scopes),
             len(self._streams),
         )
+        if self._folding.foldable >= self.config.compact_after_ticks:
+            self._compact(replayed)
 
     # --- lookups --------------------------------------------------------------
 
@@ -921,6 +1061,41 @@ def _whole_frames(chunk: bytes) -> int:
             break
         pos += size
     return pos
+
+
+def _open_data_dir(data_dir: str) -> Journal:
+    """The data dir's journal, the dir made if need be; a dir that cannot be used is refused.
+
+    Raises:
+        InvalidArgumentError: ``data_dir`` is a file, on a read-only file
+            system, not writable or otherwise unusable (one line, no traceback).
+    """
+    try:
+        os.makedirs(os.path.join(data_dir, "segments"), exist_ok=True)
+        return Journal(os.path.join(data_dir, "journal.log"))
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        msg = f"data dir {quoted(data_dir)} cannot be used: {reason}"
+        raise InvalidArgumentError(msg) from None
+
+
+def _segment_state(segment: Segment) -> dict[str, Any]:
+    """A segment's durable state, as a compacted journal keeps it."""
+    return {
+        "n": segment.number,
+        "lo": segment.key_low,
+        "hi": segment.key_high,
+        "ep": segment.epoch,
+        "t": segment.creation_time,
+        "pred": list(segment.predecessors),
+        "succ": list(segment.successors),
+        "sealed": segment.sealed,
+        "end": segment.committed_end,
+        "lw": segment.last_write_time,
+        "pt": segment.pending_time,
+        "idx": segment.index.entries(),
+        "w": segment.writer_numbers,
+    }
 
 
 def _default_open_files() -> int:

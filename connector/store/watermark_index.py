@@ -54,6 +54,20 @@ class WatermarkIndex:
         """The greatest known event boundary at or before ``offset``."""
         return self._offsets[bisect_right(self._offsets, offset - 1) - 1] + 1
 
+    def entries(self) -> tuple[list[int], list[int]]:
+        """The entries' offsets and watermarks (copies), for a snapshot."""
+        return list(self._offsets), list(self._watermarks)
+
+    @classmethod
+    def restored(cls, offsets: list[int], watermarks: list[int]) -> WatermarkIndex:
+        """An index holding the entries :meth:`entries` gave."""
+        if not offsets or len(offsets) != len(watermarks) or offsets[0] != -1:
+            msg = f"a watermark index snapshot of {len(offsets)} offsets is malformed"
+            raise FailedPreconditionError(msg)
+        index = cls(watermarks[0] + 1)
+        index._offsets, index._watermarks = list(offsets), list(watermarks)
+        return index
+
     def __len__(self) -> int:
         return len(self._offsets)
 
