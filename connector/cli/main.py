@@ -194,7 +194,7 @@ def _print_stream(description: StreamDescription) -> None:
 
 @cli.group()
 def stream() -> None:
-    """Streams: create, describe, scale, seal, tail."""
+    """Streams: create, describe, scale, seal, delete, tail."""
 
 
 @stream.command("create")
@@ -258,6 +258,16 @@ def stream_seal(context: _Context, name: StreamId) -> None:
     with _errors_as_exit_codes(context.uri):
         sealed = context.client().seal_stream(name.scope, name.stream)
     context.emit(_describe(sealed), lambda: _print_stream(sealed))
+
+
+@stream.command("delete")
+@click.argument("name", callback=_stream_id, metavar="SCOPE/STREAM")
+@pass_context
+def stream_delete(context: _Context, name: StreamId) -> None:
+    """Deletes a sealed stream and its data (seal it first)."""
+    with _errors_as_exit_codes(context.uri):
+        context.client().delete_stream(name.scope, name.stream)
+    context.emit({"deleted": str(name)}, lambda: click.echo(f"stream {name} deleted"))
 
 
 @stream.command("tail")

@@ -58,6 +58,17 @@ def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) 
     assert merged["segments"][-1]["predecessors"] == ["ops/s/2", "ops/s/3"]
     sealed = ok_json(uri, "stream", "seal", "ops/s")
     assert sealed["sealed"] is True and all(s["sealed"] for s in sealed["segments"])
+    deleted = ok_json(uri, "stream", "delete", "ops/s")
+    assert deleted == {"deleted": "ops/s"}
+    assert run(uri, "stream", "describe", "ops/s").exit_code == 3
+
+
+def test_stream_delete_refuses_an_open_stream(store_server: StoreServer) -> None:
+    uri = store_server.uri
+    assert run(uri, "scope", "create", "ops").exit_code == 0
+    assert run(uri, "stream", "create", "ops/open").exit_code == 0
+    refused = run(uri, "stream", "delete", "ops/open")
+    assert refused.exit_code == 5 and "ops/open" in error_line(refused)
 
 
 def test_errors_are_one_line_naming_the_value_with_an_exit_code(
