@@ -9,7 +9,7 @@ a right on ``*`` covers every scope.
 - ``read``: describe streams, read segments and their watermarks, take part
   in a reader group (read and compare-and-set its state);
 - ``write``: append events (and so learn a writer's next event number);
-- ``manage``: create scopes and streams, scale and seal streams.
+- ``manage``: create scopes and streams, scale, seal and delete streams.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "CreateStream": (Right.MANAGE, "scope", "scope"),
     "ScaleStream": (Right.MANAGE, "scope", "scope"),
     "SealStream": (Right.MANAGE, "scope", "scope"),
+    "DeleteStream": (Right.MANAGE, "scope", "scope"),
     "DescribeStream": (Right.READ, "scope", "scope"),
     "AppendEvents": (Right.WRITE, "segment", "segment"),
     "ReadSegment": (Right.READ, "segment", "segment"),

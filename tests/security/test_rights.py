@@ -23,6 +23,11 @@ _SERVICE = "/tidemark.v1.SegmentStore/"
             Need(Right.MANAGE, "iot"),
         ),
         ("SealStream", pb.SealStreamRequest(scope="iot", stream="s"), Need(Right.MANAGE, "iot")),
+        (
+            "DeleteStream",
+            pb.DeleteStreamRequest(scope="iot", stream="s"),
+            Need(Right.MANAGE, "iot"),
+        ),
         ("ScaleStream", pb.ScaleStreamRequest(scope="iot", stream="s"), Need(Right.MANAGE, "iot")),
         (
             "DescribeStream",
