@@ -49,7 +49,6 @@ from connector.model import (
     StreamDescription,
 )
 from connector.names import SegmentId, validate_name
-from connector.store.compaction import TickFolding, fold_ticks
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.open_files import OpenFiles
@@ -75,9 +74,6 @@ class StoreConfig:
         max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
-        compact_after_ticks: the journal is compacted once this many idle ticks
-            could be folded away (a later tick of the same segment replaced them),
-            so restarts take time in proportion to the live state, not to history.
         max_open_files: how many data-file descriptors stay open at most when
             idle (sealed and cold segments' files are closed, least recently
             used first); None takes a quarter of the process's descriptor
@@ -95,7 +91,6 @@ class StoreConfig:
     max_watermark_lag_ms: int = 10_000
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
-    compact_after_ticks: int = 10_000
     max_open_files: int | None = None
     max_segments: int = 100_000
     compact_after_records: int = 50_000
@@ -106,9 +101,6 @@ class StoreConfig:
             raise InvalidArgumentError(msg)
         if self.polling_period_ms is not None and self.polling_period_ms <= 0:
             msg = f"polling_period_ms must be > 0 or None, got {self.polling_period_ms!r}"
-            raise InvalidArgumentError(msg)
-        if self.compact_after_ticks <= 0:
-            msg = f"compact_after_ticks must be > 0, got {self.compact_after_ticks!r}"
             raise InvalidArgumentError(msg)
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
@@ -201,7 +193,6 @@ class SegmentStore:
         self._journal = _open_data_dir(config.data_dir)
         self._snapshot_records = 0
         self._recovering = True
-        self._folding = TickFolding()
         self._recover()
         self._recovering = False
         self._maybe_compact()
@@ -790,8 +781,6 @@ class SegmentStore:
             self._dirty.clear()
         self._out_of_space = False
         self.observer.committed(len(group))
-        if self._folding.foldable >= self.config.compact_after_ticks:
-            self._compact()
         for op, publish in group:
             try:
                 op.future.set_result(publish())
@@ -814,23 +803,8 @@ class SegmentStore:
             )
             self._failure = error
 
-    def _compact(self, records: list[dict[str, Any]] | None = None) -> None:
-        """Rewrites the journal without the idle ticks later ones replaced (sequencer only)."""
-        try:
-            current = records if records is not None else list(self._journal.replay())
-            kept = fold_ticks(current)
-            size = self._journal.rewrite(kept)
-        except OSError as error:  # the old journal is intact; try again after more ticks
-            _log.warning("journal compaction failed: %s", error)
-            return
-        self._folding.reset()
-        _log.info(
-            "journal compacted: %d of %d records kept, %d bytes", len(kept), len(current), size
-        )
-
     def _record(self, record: dict[str, Any]) -> _Publish:
         """Queues ``record`` in the journal; the returned callable applies it."""
-        self._folding.observe(record)
         self._journal.add(record)
         return lambda: self._apply(record)
 
@@ -989,12 +963,10 @@ class SegmentStore:
         return segment
 
     def _recover(self) -> None:
-        replayed = []
+        records = 0
         for record in self._journal.replay():
             self._apply(record)
-            self._folding.observe(record)
-            replayed.append(record)
-        records = len(replayed)
+            records += 1
         for stream in self._streams.values():
             for segment in stream.segments.values():
                 size = segment.data_size()
@@ -1017,8 +989,6 @@ class SegmentStore:
             len(self._scopes),
             len(self._streams),
         )
-        if self._folding.foldable >= self.config.compact_after_ticks:
-            self._compact(replayed)
 
     # --- lookups --------------------------------------------------------------
 
