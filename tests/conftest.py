@@ -195,3 +195,22 @@ def spawn_server(tmp_path: pathlib.Path) -> Iterator[Callable[..., ServerProcess
         process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _tmpfs(mount_point: pathlib.Path, options: str) -> Iterator[pathlib.Path]:
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)], check=True)
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A 4 MiB tmpfs mounted for this test (tests run as root): a disk that fills up."""
+    yield from _tmpfs(tmp_path / "disk", "size=4m")
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A read-only tmpfs mounted for this test (tests run as root)."""
+    yield from _tmpfs(tmp_path / "ro", "ro,size=1m")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pathlib
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 
@@ -107,16 +106,6 @@ def test_a_metrics_port_in_use_is_an_error_naming_it(data_dir: pathlib.Path, met
     with pytest.raises(Exception, match=repr(metered.metrics_address)):
         server.start()
     server.stop(grace_s=0.1)
-
-
-@pytest.fixture
-def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """A 4 MiB tmpfs mounted for this test."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], check=True)
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 @pytest.mark.slow

@@ -10,8 +10,6 @@ import errno
 import os
 import pathlib
 import signal
-import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,16 +22,6 @@ from connector.store import disk as disk_module
 pytestmark = pytest.mark.slow
 
 SEGMENT = "r/s/0"
-
-
-@pytest.fixture
-def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """A 4 MiB tmpfs mounted for this test."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], check=True)
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def _read_all(client: StoreClient, segment: str) -> list[bytes]:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
-from collections.abc import Iterator
-
-import pytest
 
 
 def _start(data_dir: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -15,18 +12,6 @@ def _start(data_dir: pathlib.Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*command, "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60
     )
-
-
-@pytest.fixture
-def read_only_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """A read-only tmpfs mounted for this test (tests run as root)."""
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True
-    )
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_a_data_dir_that_is_a_file_is_refused_in_one_line(tmp_path: pathlib.Path) -> None:
