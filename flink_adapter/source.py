@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyflink.common import Types
+from pyflink.common import Row, Types
 from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.table import DataTypes, Schema, StreamTableEnvironment
@@ -59,9 +59,14 @@ BUNDLE_TIME_MS = 20
 WATERMARK_INTERVAL_MS = 20
 
 
+def _output_row(row: Any) -> Row:
+    """A reader row without its ``kind`` and ``wm`` fields: the fields of OUTPUT_FIELDS."""
+    return Row(row[1], row[2], row[3], row[5], row[6], row[7], row[8])
+
+
 class _EventTime(TimestampAssigner):
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-        return value[2]
+        return value[2]  # event_time
 
 
 class FlinkTidemarkReader:
@@ -112,7 +117,7 @@ class FlinkTidemarkReader:
             events = rows.filter(lambda row: row[0] == "event").set_parallelism(parallelism)
             strategy = WatermarkStrategy.no_watermarks().with_timestamp_assigner(_EventTime())
             return events.map(
-                lambda row: row[1:4] + row[5:], output_type=self.output_type()
+                _output_row, output_type=self.output_type()
             ).assign_timestamps_and_watermarks(strategy)
         return t_env.to_data_stream(self._with_watermarks(t_env, rows))
 

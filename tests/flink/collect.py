@@ -18,6 +18,7 @@ class Collected:
         self.rows: list[dict[str, Any]] = []
         self.condition = threading.Condition()
         self.finished = False
+        self.error: Exception | None = None
         self.thread = threading.Thread(target=self._drain, args=(results,), daemon=True)
         self.thread.start()
 
@@ -27,8 +28,9 @@ class Collected:
                 with self.condition:
                     self.rows.append(json.loads(text))
                     self.condition.notify_all()
-        except Exception:  # noqa: BLE001 - closing the results cancels the job mid-fetch
+        except Exception as error:  # noqa: BLE001 - closing the results cancels the job
             _log.debug("results closed", exc_info=True)
+            self.error = error
         with self.condition:
             self.finished = True
             self.condition.notify_all()
@@ -45,4 +47,6 @@ class Collected:
     def wait_until_finished(self, timeout: float = 120.0) -> list[dict[str, Any]]:
         """Waits for a bounded job's last row; returns every row."""
         self.wait_for(lambda _rows: self.finished, "the job to finish", timeout)
+        if self.error is not None:
+            raise self.error
         return self.rows
