@@ -11,9 +11,9 @@ as the Spark adapter does. Import it only where PyFlink is installed
 
 from connector.reader.events import TimeDomain
 from connector.reader.planning import StartPosition
-from flink_adapter.builder import FlinkTidemarkReaderBuilder
+from flink_adapter.builder import FlinkTidemarkReader, FlinkTidemarkReaderBuilder
+from flink_adapter.graph import OUTPUT_FIELDS
 from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction
-from flink_adapter.source import OUTPUT_FIELDS, FlinkTidemarkReader
 
 __all__ = [
     "LATE_EVENTS",

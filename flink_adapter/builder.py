@@ -1,4 +1,4 @@
-"""The builder of a :class:`~flink_adapter.source.FlinkTidemarkReader`, FlinkPravegaReader-style.
+"""The FlinkPravegaReader-style builder of a :class:`FlinkTidemarkReader`, and that reader.
 
 Every ``with_*`` method returns the builder; :meth:`build` checks everything
 in Python and raises :class:`~connector.errors.InvalidArgumentError` naming
@@ -18,10 +18,42 @@ from connector.names import StreamId, validate_name
 from connector.reader.events import TimeDomain, to_millis
 from connector.reader.planning import StartPosition
 from connector.security.credentials import ClientCredentials, split_uri
+from flink_adapter import graph
 from flink_adapter.settings import SourceSettings, StreamSpec
-from flink_adapter.source import FlinkTidemarkReader
 
-__all__ = ["FlinkTidemarkReaderBuilder"]
+__all__ = ["FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
+
+
+class FlinkTidemarkReader:
+    """A built Tidemark source: checked settings; :meth:`create_stream` adds it to a job.
+
+    The stream's rows (:data:`~flink_adapter.graph.OUTPUT_FIELDS`) carry their
+    event time as the Flink timestamp. In the ingestion-time domain Flink's
+    watermark is the group watermark less the lag, strictly ascending; in the
+    processing-time domain (the default) the source emits no watermark.
+    """
+
+    def __init__(self, settings: SourceSettings):
+        self.settings = settings
+
+    @staticmethod
+    def builder() -> FlinkTidemarkReaderBuilder:
+        """A new builder (see the module docstring)."""
+        return FlinkTidemarkReaderBuilder()
+
+    def create_stream(self, env: Any, t_env: Any = None) -> Any:
+        """Adds the source to ``env`` (a StreamExecutionEnvironment); returns its DataStream.
+
+        See :func:`flink_adapter.graph.create_stream` for the job settings it sets.
+        """
+        return graph.create_stream(self.settings, env, t_env)
+
+    def output_type(self) -> Any:
+        """The Flink type of the source's rows."""
+        return graph.output_type(self.settings)
+
+    def __repr__(self) -> str:
+        return f"FlinkTidemarkReader(streams={self.settings.stream_names!r})"
 
 
 class FlinkTidemarkReaderBuilder:

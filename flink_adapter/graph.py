@@ -1,0 +1,172 @@
+"""The job graph of the Tidemark source for PyFlink: what a built reader adds to an environment.
+
+    reader = (
+        FlinkTidemarkReader.builder()
+        .with_store("tidemark://127.0.0.1:7070")
+        .for_stream("iot/sensors", start=StartPosition.earliest())
+        .with_deserialization_schema("json")
+        .with_time_domain(TimeDomain.INGESTION_TIME)
+        .with_timestamp_assigner("ts")
+        .with_max_event_time_lag(timedelta(seconds=5))
+        .with_parallelism(2)
+        .build()
+    )
+    readings = reader.create_stream(env)
+
+PyFlink runs no Python source and no Python watermark generator, so the
+source is a small graph (see :mod:`flink_adapter.functions`): a rate-limited
+tick (Flink's ``datagen``; a one-element collection for a bounded read) into
+the coordinator, its tasks broadcast to the readers, and the readers' rows
+through the Table runtime's watermark assigner, which makes Flink's
+watermark follow the rows' ``wm`` column; the ``wm`` rows are then dropped.
+
+The stream's rows (:data:`OUTPUT_FIELDS`) carry their event time as the Flink
+timestamp. In the ingestion-time domain Flink's watermark is the group
+watermark less the lag, strictly ascending; in the processing-time domain
+(the default) the source emits no watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyflink.common import Row, Types
+from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from pyflink.datastream import DataStream, StreamExecutionEnvironment
+from pyflink.table import DataTypes, Schema, StreamTableEnvironment
+from pyflink.table.expressions import col, lit
+
+from connector.reader.events import TimeDomain
+from flink_adapter.functions import EpochCoordinator, TaskReader, reader_row_type
+from flink_adapter.settings import SourceSettings
+
+__all__ = [
+    "BUNDLE_TIME_MS",
+    "OUTPUT_FIELDS",
+    "WATERMARK_INTERVAL_MS",
+    "create_stream",
+    "output_type",
+]
+
+#: The fields of the source's rows, in order.
+OUTPUT_FIELDS = (
+    "routing_key",
+    "event",
+    "event_time",
+    "late",
+    "segment",
+    "offset",
+    "ingestion_time",
+)
+
+#: The Python bundle time the builder sets, ms: rows reach the watermark assigner this soon.
+BUNDLE_TIME_MS = 20
+#: The auto-watermark interval the builder sets, ms: how often the assigner emits.
+WATERMARK_INTERVAL_MS = 20
+
+
+def _output_row(row: Any) -> Row:
+    """A reader row without its ``kind`` and ``wm`` fields: the fields of OUTPUT_FIELDS."""
+    return Row(row[1], row[2], row[3], row[5], row[6], row[7], row[8])
+
+
+class _EventTime(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return value[2]  # event_time
+
+
+def create_stream(
+    settings: SourceSettings,
+    env: StreamExecutionEnvironment,
+    t_env: StreamTableEnvironment | None = None,
+) -> DataStream:
+    """Adds the source ``settings`` describe to ``env``; returns its rows (:data:`OUTPUT_FIELDS`).
+
+    Sets the job's Python bundle time and auto-watermark interval to
+    :data:`BUNDLE_TIME_MS` and :data:`WATERMARK_INTERVAL_MS` (latency over
+    batching; set them again afterwards to trade back).
+    """
+    t_env = t_env or StreamTableEnvironment.create(env)
+    config = t_env.get_config()
+    config.set("python.fn-execution.bundle.time", str(BUNDLE_TIME_MS))
+    env.get_config().set_auto_watermark_interval(WATERMARK_INTERVAL_MS)
+    parallelism = settings.parallelism or env.get_parallelism()
+    prefix = settings.uid_prefix
+    tasks = (
+        _ticks(settings, env, t_env)
+        .key_by(lambda _: 0, key_type=Types.INT())
+        .process(EpochCoordinator(settings), output_type=Types.STRING())
+        .name("tidemark-coordinator")
+        .uid(f"{prefix}-coordinator")
+        .set_parallelism(1)
+    )
+    rows = (
+        tasks.broadcast()
+        .flat_map(TaskReader(settings), output_type=reader_row_type(settings.deserializer))
+        .name("tidemark-reader")
+        .uid(f"{prefix}-reader")
+        .set_parallelism(parallelism)
+    )
+    if settings.time_domain is TimeDomain.PROCESSING_TIME:
+        events = rows.filter(lambda row: row[0] == "event").set_parallelism(parallelism)
+        strategy = WatermarkStrategy.no_watermarks().with_timestamp_assigner(_EventTime())
+        return events.map(
+            _output_row, output_type=output_type(settings)
+        ).assign_timestamps_and_watermarks(strategy)
+    return t_env.to_data_stream(_with_watermarks(settings, t_env, rows))
+
+
+def output_type(settings: SourceSettings) -> Any:
+    """The Flink type of the source's rows."""
+    event = (
+        Types.PRIMITIVE_ARRAY(Types.BYTE()) if settings.deserializer == "bytes" else Types.STRING()
+    )
+    kinds = [
+        Types.STRING(),
+        event,
+        Types.LONG(),
+        Types.BOOLEAN(),
+        Types.STRING(),
+        Types.LONG(),
+        Types.LONG(),
+    ]
+    return Types.ROW_NAMED(list(OUTPUT_FIELDS), kinds)
+
+
+def _ticks(
+    settings: SourceSettings, env: StreamExecutionEnvironment, t_env: StreamTableEnvironment
+) -> DataStream:
+    if settings.bounded:
+        return env.from_collection([0], type_info=Types.INT()).set_parallelism(1)
+    rate = max(1, round(1000 / settings.epoch_interval_ms))
+    table = f"tidemark_ticks_{abs(hash(settings.uid_prefix))}"
+    t_env.execute_sql(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {table} (n BIGINT) WITH ("
+        f"'connector'='datagen', 'rows-per-second'='{rate}', 'scan.parallelism'='1')"
+    )
+    return t_env.to_data_stream(t_env.from_path(table))
+
+
+def _with_watermarks(
+    settings: SourceSettings, t_env: StreamTableEnvironment, rows: DataStream
+) -> Any:
+    event = DataTypes.BYTES() if settings.deserializer == "bytes" else DataTypes.STRING()
+    schema = (
+        Schema.new_builder()
+        .column("kind", DataTypes.STRING())
+        .column("routing_key", DataTypes.STRING())
+        .column("event", event)
+        .column("event_time", DataTypes.BIGINT())
+        .column("wm", DataTypes.BIGINT())
+        .column("late", DataTypes.BOOLEAN())
+        .column("segment", DataTypes.STRING())
+        .column("offset", DataTypes.BIGINT())
+        .column("ingestion_time", DataTypes.BIGINT())
+        .column_by_expression("rt", "TO_TIMESTAMP_LTZ(event_time, 3)")
+        .watermark("rt", "TO_TIMESTAMP_LTZ(wm, 3)")
+        .build()
+    )
+    table = t_env.from_data_stream(rows, schema)
+    return table.filter(col("kind") != lit("wm")).select(
+        *(col(name) for name in OUTPUT_FIELDS), col("rt")
+    )
