@@ -9,12 +9,9 @@ import pytest
 from pyflink.common import Types
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
-from connector.security import ClientCredentials, ServerTls, TokenTable, token_entry
-from connector.server import StoreServer
-from connector.store import StoreConfig
 from flink_adapter import FlinkTidemarkReader
 from tests.flink.collect import Collected
-from tests.security.pki import Authority
+from tests.security.pki import secure_store
 
 pytestmark = pytest.mark.slow
 
@@ -22,21 +19,10 @@ pytestmark = pytest.mark.slow
 def test_a_flink_job_reads_with_tls_and_a_read_token_only_its_scope(
     tmp_path: pathlib.Path, clock: Any, flink_env: Any
 ) -> None:
-    authority = Authority(tmp_path, "ca")
-    server_cert = authority.issue("server", server=True)
-    tokens = {"admin": {"*": ["read", "write", "manage"]}, "reader": {"iot": ["read"]}}
-    files = {}
-    for holder in tokens:
-        files[holder] = tmp_path / f"{holder}.token"
-        files[holder].write_text(f"{holder}-secret-" + "s" * 40)
-    (tmp_path / "tokens.toml").write_text(
-        "\n".join(token_entry(h, files[h].read_text(), g) for h, g in tokens.items())
-    )
-    config = StoreConfig(data_dir=str(tmp_path / "data"), clock=clock, polling_period_ms=None)
-    tls = ServerTls(server_cert.cert_file, server_cert.key_file)
-    with StoreServer(config, tls=tls, tokens=TokenTable(tmp_path / "tokens.toml")) as server:
-        admin = ClientCredentials(tls_ca_file=authority.cert_file, token_file=str(files["admin"]))
-        with StoreClient(server.uri, credentials=admin) as client:
+    grants = {"admin": {"*": ["read", "write", "manage"]}, "reader": {"iot": ["read"]}}
+    with secure_store(tmp_path, clock, grants) as store:
+        server = store.server
+        with StoreClient(server.uri, credentials=store.credentials("admin")) as client:
             StreamManager(client).create_scope("iot")
             StreamManager(client).create_stream("iot", "s", segment_count=2)
             with EventWriter(client, "iot/s", JsonSerializer()) as writer:
@@ -44,12 +30,7 @@ def test_a_flink_job_reads_with_tls_and_a_read_token_only_its_scope(
                     writer.write_event({"n": n}, routing_key=f"k{n}")
         reader = (
             FlinkTidemarkReader.builder()
-            .with_store(
-                server.uri,
-                credentials=ClientCredentials(
-                    tls_ca_file=authority.cert_file, token_file=str(files["reader"])
-                ),
-            )
+            .with_store(server.uri, credentials=store.credentials("reader"))
             .for_stream("iot/s", end="latest")
             .with_deserialization_schema("json")
             .build()

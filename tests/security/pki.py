@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import pathlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -75,3 +78,46 @@ class Authority:
         pathlib.Path(issued.cert_file).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         pathlib.Path(issued.key_file).write_bytes(_key_pem(key))
         return issued
+
+
+@dataclass(frozen=True)
+class SecureStore:
+    """A store server with TLS and tokens, and the files its clients need."""
+
+    server: Any
+    ca_file: str
+    token_files: dict[str, str]
+
+    def credentials(self, holder: str) -> Any:
+        """The client credentials of ``holder``: the CA and its token file."""
+        from connector.security import ClientCredentials
+
+        return ClientCredentials(tls_ca_file=self.ca_file, token_file=self.token_files[holder])
+
+
+@contextlib.contextmanager
+def secure_store(
+    folder: pathlib.Path, clock: Any, grants: dict[str, dict[str, list[str]]]
+) -> Iterator[SecureStore]:
+    """Runs a store server with a TLS certificate of a new CA and one token per holder."""
+    from connector.security import ServerTls, TokenTable, token_entry
+    from connector.server import StoreServer
+    from connector.store import StoreConfig
+
+    authority = Authority(folder, "ca")
+    server_cert = authority.issue("server", server=True)
+    token_files = {}
+    for holder in grants:
+        path = folder / f"{holder}.token"
+        path.write_text(f"{holder}-secret-" + "s" * 40)
+        token_files[holder] = str(path)
+    table = folder / "tokens.toml"
+    table.write_text(
+        "\n".join(
+            token_entry(h, pathlib.Path(token_files[h]).read_text(), g) for h, g in grants.items()
+        )
+    )
+    config = StoreConfig(data_dir=str(folder / "data"), clock=clock, polling_period_ms=None)
+    tls = ServerTls(server_cert.cert_file, server_cert.key_file)
+    with StoreServer(config, tls=tls, tokens=TokenTable(table)) as server:
+        yield SecureStore(server, authority.cert_file, token_files)

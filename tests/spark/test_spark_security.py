@@ -8,10 +8,7 @@ from typing import Any
 import pytest
 
 from connector import StoreClient, StreamManager
-from connector.security import ClientCredentials, ServerTls, TokenTable, token_entry
-from connector.server import StoreServer
-from connector.store import StoreConfig
-from tests.security.pki import Authority
+from tests.security.pki import secure_store
 
 pytestmark = pytest.mark.slow
 
@@ -26,20 +23,9 @@ GRANTS = {
 def test_spark_reads_and_writes_with_tls_and_scope_tokens(
     spark: Any, tmp_path: pathlib.Path, clock: Any
 ) -> None:
-    authority = Authority(tmp_path, "ca")
-    server_cert = authority.issue("server", server=True)
-    files = {}
-    for holder in GRANTS:
-        files[holder] = tmp_path / f"{holder}.token"
-        files[holder].write_text(f"{holder}-secret-" + "s" * 40)
-    (tmp_path / "tokens.toml").write_text(
-        "\n".join(token_entry(h, files[h].read_text(), g) for h, g in GRANTS.items())
-    )
-    config = StoreConfig(data_dir=str(tmp_path / "data"), clock=clock, polling_period_ms=None)
-    tls = ServerTls(server_cert.cert_file, server_cert.key_file)
-    with StoreServer(config, tls=tls, tokens=TokenTable(tmp_path / "tokens.toml")) as server:
-        admin = ClientCredentials(tls_ca_file=authority.cert_file, token_file=str(files["admin"]))
-        with StoreClient(server.uri, credentials=admin) as client:
+    with secure_store(tmp_path, clock, GRANTS) as store:
+        server = store.server
+        with StoreClient(server.uri, credentials=store.credentials("admin")) as client:
             StreamManager(client).create_scope("iot")
             StreamManager(client).create_stream("iot", "sensors", segment_count=2)
 
@@ -47,8 +33,8 @@ def test_spark_reads_and_writes_with_tls_and_scope_tokens(
             return {
                 "uri": server.uri,
                 "stream": "iot/sensors",
-                "tlsCaFile": authority.cert_file,
-                "tokenFile": str(files[holder]),
+                "tlsCaFile": store.ca_file,
+                "tokenFile": store.token_files[holder],
             }
 
         rows = [(f"k{n}", f'{{"n": {n}}}') for n in range(6)]
