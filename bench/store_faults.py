@@ -40,6 +40,7 @@ from connector import StoreClient  # noqa: E402
 from connector.clock import ManualClock  # noqa: E402
 from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
+from connector.reader.planning import SegmentRange, read_range  # noqa: E402
 from connector.store import SegmentStore, StoreConfig  # noqa: E402
 from connector.store.journal import Journal  # noqa: E402
 
@@ -60,13 +61,12 @@ def start_server(data_dir: pathlib.Path, log: pathlib.Path) -> tuple[subprocess.
 
 def read_all(client: StoreClient, segment: str) -> list[bytes]:
     """Every event of ``segment``, in order."""
-    events, offset = [], 0
-    while True:
-        result = client.read(segment, offset, max_bytes=1 << 20)
-        events += [frame.payload for frame in iter_frames(result.data)]
-        if result.next_offset == offset:
-            return events
-        offset = result.next_offset
+    end = client.segment_info(segment).write_offset
+    return [
+        frame.payload
+        for result in read_range(client, SegmentRange(segment, 0, end))
+        for frame in iter_frames(result.data)
+    ]
 
 
 class Writer(threading.Thread):

@@ -16,6 +16,7 @@ import pytest
 from connector import StoreClient, StreamManager
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
+from connector.reader.planning import SegmentRange, read_range
 from connector.store import SegmentStore, StoreConfig
 from connector.store import disk as disk_module
 
@@ -25,13 +26,12 @@ SEGMENT = "r/s/0"
 
 
 def _read_all(client: StoreClient, segment: str) -> list[bytes]:
-    events, offset = [], 0
-    while True:
-        result = client.read(segment, offset, max_bytes=1 << 20)
-        events += [frame.payload for frame in iter_frames(result.data)]
-        if result.next_offset == offset:
-            return events
-        offset = result.next_offset
+    end = client.segment_info(segment).write_offset
+    return [
+        frame.payload
+        for result in read_range(client, SegmentRange(segment, 0, end))
+        for frame in iter_frames(result.data)
+    ]
 
 
 def _fill(client: StoreClient, size: int, first: int) -> tuple[list[bytes], ResourceExhaustedError]:
