@@ -1003,6 +1003,8 @@ class SegmentStore:
             raise ResourceExhaustedError(msg)
 
     def _stream(self, scope: str, stream: str) -> _Stream:
+        validate_name("scope", scope)  # a bad name is refused as such, quoted short
+        validate_name("stream", stream)
         with self._meta_lock:
             found = self._streams.get((scope, stream))
         if found is None:

@@ -1,0 +1,518 @@
+"""A seeded fuzz of every RPC of the segment store, over gRPC, against a real server.
+
+:class:`RpcFuzzer` sends requests whose fields are drawn from random and
+adversarial values (huge and negative numbers, empty, non-ASCII, overlong
+and alias-like names such as ``"+1"``, ``"1_0"`` or ``"٣"``, offsets inside
+events, oversized batches, random bytes as events, unknown segments), mixed
+with valid calls on streams it creates, so that the server's deeper paths
+(reads of real data at non-boundary offsets, scales of written segments,
+compare-and-set on stored values) are reached too. Every answer is checked
+by :meth:`RpcFuzzer.check_answer`: no status is ``UNKNOWN`` or ``INTERNAL``,
+and an error's message is one line, short, without the server's data dir
+and without any long field value quoted whole.
+
+The same seed gives the same calls: a failure names its seed and call number.
+Only the scopes the fuzzer creates are changed; :data:`KEPT_SCOPE` is only
+read, so the data stored there before the fuzz must stay byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import random
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from connector._proto import store_pb2 as pb
+from connector._proto import store_pb2_grpc
+from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND
+
+__all__ = ["KEPT_SCOPE", "RPCS", "FuzzFailure", "FuzzStats", "FuzzTarget", "RpcFuzzer"]
+
+#: The scope whose data the fuzz only reads.
+KEPT_SCOPE = "kept"
+
+#: Every RPC of the SegmentStore service the fuzz calls.
+RPCS = (
+    "CreateScope",
+    "CreateStream",
+    "DescribeStream",
+    "ScaleStream",
+    "SealStream",
+    "DeleteStream",
+    "AppendEvents",
+    "ReadSegment",
+    "GetSegmentInfo",
+    "GetState",
+    "CompareAndSetState",
+)
+
+_FORBIDDEN_CODES = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
+#: The longest status message the server may send (it cuts at 1,000 characters).
+_MAX_DETAILS = 1_100
+#: A field value this long must never appear whole in a message.
+_LONG_VALUE = 300
+
+_I64 = (0, 1, -1, 2**63 - 1, -(2**63), 2**31, -(2**31) - 1, 2**53 + 1)
+_I32 = (0, 1, -1, 2**31 - 1, -(2**31), 2, 64, 65, 1_000_000)
+_ALIAS_NUMBERS = ("+1", "1_0", "٣", "²", "007", "-0", "-1", " 1", "1 ", "1e3", "0x1", "１")
+_BAD_NAMES = (
+    "",
+    " ",
+    ".",
+    "..",
+    "-a",
+    "_a",
+    "a/b",
+    "a\x00b",
+    "a\nb",
+    "é",
+    "名前",
+    "٣",
+    "+1",
+    "1_0",
+    "😀" * 30,
+    "a" * 101,
+    "../../etc",
+    "/abs",
+    "a" * 10_000,
+    "x" * 100_000,
+)
+
+
+class FuzzFailure(AssertionError):
+    """An answer broke a rule; names the seed, the call and the request."""
+
+
+@dataclass
+class FuzzStats:
+    """What a fuzz run sent and what came back."""
+
+    calls: int = 0
+    by_rpc: Counter[str] = field(default_factory=Counter)
+    by_code: Counter[str] = field(default_factory=Counter)
+
+    def merge(self, other: FuzzStats) -> None:
+        """Adds ``other``'s counts to these."""
+        self.calls += other.calls
+        self.by_rpc.update(other.by_rpc)
+        self.by_code.update(other.by_code)
+
+
+@dataclass
+class _Known:
+    """What the fuzzer knows of the store, to make valid calls too."""
+
+    scopes: list[str] = field(default_factory=list)
+    streams: list[tuple[str, str]] = field(default_factory=list)
+    segments: list[str] = field(default_factory=list)
+    offsets: dict[str, list[int]] = field(default_factory=dict)
+    next_event: dict[tuple[str, str], int] = field(default_factory=dict)
+    revisions: dict[str, int] = field(default_factory=dict)
+
+
+class RpcFuzzer:
+    """Sends seeded random and adversarial calls of every RPC through ``stub``.
+
+    ``forbidden`` are strings no error message may contain (the server's data
+    dir). ``kept_segments`` may be read but are never written to, scaled,
+    sealed or deleted by a valid call.
+    """
+
+    def __init__(
+        self,
+        stub: store_pb2_grpc.SegmentStoreStub,
+        seed: int,
+        forbidden: Sequence[str] = (),
+        kept_segments: Sequence[str] = (),
+        timeout_s: float = 30.0,
+    ):
+        self.stub = stub
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.forbidden = tuple(forbidden)
+        self.timeout_s = timeout_s
+        self.stats = FuzzStats()
+        self.known = _Known(scopes=[f"fz{seed}"])
+        self.kept_segments = list(kept_segments)
+        self._tag = 0
+        self._sent = 0
+        #: Every answer that broke a rule, described (the fuzz goes on after one).
+        self.failures: list[str] = []
+
+    # --- running --------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Creates the fuzzer's own scope (so valid calls have somewhere to go)."""
+        self._send("CreateScope", pb.CreateScopeRequest(scope=self.known.scopes[0]))
+
+    def burst(self, calls: int) -> FuzzStats:
+        """Sends ``calls`` calls, each of a random RPC; returns their counts.
+
+        An answer that breaks a rule is added to :attr:`failures`.
+        """
+        stats = FuzzStats()
+        for _ in range(calls):
+            rpc = self.rng.choice(RPCS)
+            request = getattr(self, "_" + rpc)()
+            try:
+                code = self._send(rpc, request)
+            except FuzzFailure as failure:
+                self.failures.append(str(failure))
+                code = "BROKE A RULE"
+            stats.calls += 1
+            stats.by_rpc[rpc] += 1
+            stats.by_code[code] += 1
+        self.stats.merge(stats)
+        return stats
+
+    def _send(self, rpc: str, request: Any) -> str:
+        self._sent += 1
+        call_number = self._sent
+        try:
+            response = getattr(self.stub, rpc)(request, timeout=self.timeout_s)
+        except grpc.RpcError as error:
+            self.check_answer(rpc, request, error.code(), error.details() or "", call_number)
+            return error.code().name
+        self._learn(rpc, request, response)
+        return "OK"
+
+    def check_answer(
+        self, rpc: str, request: Any, code: grpc.StatusCode, details: str, call_number: int = -1
+    ) -> None:
+        """Raises :class:`FuzzFailure` if an error answer breaks a rule."""
+        problems = []
+        if code in _FORBIDDEN_CODES:
+            problems.append(f"status {code.name}")
+        if "\n" in details or "\r" in details:
+            problems.append("a message of more than one line")
+        if len(details) > _MAX_DETAILS:
+            problems.append(f"a message of {len(details)} characters")
+        if "Traceback" in details or 'File "' in details:
+            problems.append("a traceback in the message")
+        problems += [
+            f"the path {path!r} in the message" for path in self.forbidden if path in details
+        ]
+        problems += [
+            f"a {len(value)}-character field value quoted whole"
+            for value in _long_values(request)
+            if value in details or repr(value)[1:-1] in details
+        ]
+        if problems:
+            shown = str(request)
+            shown = shown if len(shown) < 500 else shown[:500] + "..."
+            msg = (
+                f"seed {self.seed}, call {call_number}: {rpc} answered {code.name} "
+                f"{details[:300]!r}: {', '.join(problems)}; request: {shown}"
+            )
+            raise FuzzFailure(msg)
+
+    def _learn(self, rpc: str, request: Any, response: Any) -> None:
+        known = self.known
+        if rpc == "CreateScope" and request.scope not in known.scopes:
+            known.scopes.append(request.scope)
+        elif rpc in ("CreateStream", "ScaleStream", "DescribeStream") and response.scope:
+            pair = (response.scope, response.stream)
+            if pair not in known.streams and response.scope != _KEPT:
+                known.streams.append(pair)
+            for segment in response.segments:
+                if segment.segment not in known.segments and response.scope != _KEPT:
+                    known.segments.append(segment.segment)
+        elif rpc == "DeleteStream":
+            pair = (request.scope, request.stream)
+            if pair in known.streams:
+                known.streams.remove(pair)
+            prefix = f"{request.scope}/{request.stream}/"
+            known.segments = [s for s in known.segments if not s.startswith(prefix)]
+        elif rpc == "AppendEvents" and response.appended:
+            key = (request.segment, request.writer_id)
+            known.next_event[key] = request.first_event_number + len(request.events)
+            known.offsets.setdefault(request.segment, [0]).append(response.write_offset)
+        elif rpc == "ReadSegment":
+            offsets = known.offsets.setdefault(request.segment, [0])
+            offsets.append(response.next_offset)
+            del offsets[:-64]
+        elif rpc == "CompareAndSetState":
+            known.revisions[request.key] = response.current.revision
+
+    # --- values ---------------------------------------------------------------
+
+    def _chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def _name(self, valid: Sequence[str]) -> str:
+        roll = self.rng.random()
+        if valid and roll < 0.5:
+            return self.rng.choice(valid)
+        if roll < 0.8:
+            return self.rng.choice(_BAD_NAMES)
+        if roll < 0.9:
+            return self._fresh_name()
+        return self._random_text(self.rng.choice((1, 5, 120, 5_000)))
+
+    def _fresh_name(self) -> str:
+        self._tag += 1
+        return f"n{self.seed}-{self._tag}"
+
+    def _random_text(self, length: int) -> str:
+        alphabet = self.rng.choice(
+            (
+                "abcXYZ019_.-",
+                'abc/\\:*?"<>|\t ',
+                "éüß名前٣²１😀\u200b\u202e",
+                "".join(chr(c) for c in range(0x20, 0x7F)),
+            )
+        )
+        return "".join(self.rng.choice(alphabet) for _ in range(length))
+
+    def _scope_stream(self) -> tuple[str, str]:
+        if self.known.streams and self._chance(0.5):
+            scope, stream = self.rng.choice(self.known.streams)
+            if self._chance(0.8):
+                return scope, stream
+            return scope, self._name(())
+        return self._name(self.known.scopes), self._name(())
+
+    def _segment(self, writable: bool = False) -> str:
+        roll = self.rng.random()
+        kept = () if writable else self.kept_segments
+        valid = self.known.segments + list(kept)
+        if valid and roll < 0.55:
+            return self.rng.choice(valid)
+        if valid and roll < 0.75:
+            base = self.rng.choice(valid).rsplit("/", 1)[0]
+            return f"{base}/{self.rng.choice(_ALIAS_NUMBERS + ('999', '9' * 20, '9' * 4300))}"
+        if roll < 0.9:
+            scope, stream = self._scope_stream()
+            return f"{scope}/{stream}/{self.rng.choice(('0', *_ALIAS_NUMBERS))}"
+        return self._random_text(self.rng.choice((0, 3, 12, 200, 20_000)))
+
+    def _offset(self, segment: str) -> int:
+        offsets = self.known.offsets.get(segment)
+        roll = self.rng.random()
+        if offsets and roll < 0.6:
+            base = self.rng.choice(offsets)
+            return base + self.rng.choice((0, 0, 1, -1, 2, 7, 16, 17, 100, -100))
+        if roll < 0.8:
+            return self.rng.choice(_I64)
+        return self.rng.randrange(0, 1 << 20)
+
+    def _events(self) -> list[bytes]:
+        roll = self.rng.random()
+        if roll < 0.05:
+            return []
+        if roll < 0.08:
+            return [b"x"] * (MAX_EVENTS_PER_APPEND + 1)
+        if roll < 0.11:
+            return [self.rng.randbytes(1024 * 1024 + self.rng.choice((0, 1)))]
+        if roll < 0.15:
+            return [b""] * self.rng.randrange(1, 10)
+        count = self.rng.choice((1, 2, 5, 50, 1_000))
+        return [self.rng.randbytes(self.rng.choice((1, 10, 200))) for _ in range(count)]
+
+    def _routing_keys(self, count: int) -> list[str]:
+        roll = self.rng.random()
+        if roll < 0.6:
+            return []
+        if roll < 0.8:
+            return [self.rng.choice(("k", "", "名前", "٣", "😀")) for _ in range(count)]
+        if roll < 0.9:
+            return ["k"] * self.rng.choice((1, count + 1, max(0, count - 1)))
+        return ["x" * self.rng.choice((65_535, 65_536, 200_000))] * min(count, 2)
+
+    def _state_key(self) -> str:
+        keys = list(self.known.revisions)
+        roll = self.rng.random()
+        if keys and roll < 0.4:
+            return self.rng.choice(keys)
+        if roll < 0.6:
+            return f"fz{self.seed}-key-{self.rng.randrange(8)}"
+        return self.rng.choice(("", "x" * 512, "x" * 513, "x" * 100_000, "名前", "a/b", "\x00"))
+
+    # --- one request per RPC --------------------------------------------------
+
+    def _CreateScope(self) -> Any:
+        return pb.CreateScopeRequest(scope=self._name(self.known.scopes + [self._fresh_name()]))
+
+    def _CreateStream(self) -> Any:
+        scope = self._name(self.known.scopes)
+        stream = self._fresh_name() if self._chance(0.6) else self._name(())
+        count = self.rng.choice((*_I32, 1, 2, 3, 4))
+        return pb.CreateStreamRequest(scope=scope, stream=stream, segment_count=count)
+
+    def _DescribeStream(self) -> Any:
+        scope, stream = self._scope_stream()
+        if self._chance(0.1):
+            scope, stream = _KEPT, "k"
+        return pb.DescribeStreamRequest(scope=scope, stream=stream)
+
+    def _ScaleStream(self) -> Any:
+        scope, stream = self._scope_stream()
+        numbers = [
+            int(s.rsplit("/", 1)[1])
+            for s in self.known.segments
+            if s.startswith(f"{scope}/{stream}/")
+        ]
+        roll = self.rng.random()
+        if numbers and roll < 0.5:
+            sealed = self.rng.sample(numbers, min(len(numbers), self.rng.choice((1, 1, 2, 3))))
+        elif roll < 0.8:
+            sealed = [self.rng.choice(_I64) for _ in range(self.rng.choice((0, 1, 2, 5)))]
+        else:
+            sealed = [0] * self.rng.choice((2, 100, 10_000))
+        split = self.rng.choice((0, 0, 2, 3, *_I32))
+        return pb.ScaleStreamRequest(
+            scope=scope, stream=stream, sealed_segments=sealed, split_count=split
+        )
+
+    def _SealStream(self) -> Any:
+        scope, stream = self._scope_stream()
+        return pb.SealStreamRequest(scope=scope, stream=stream)
+
+    def _DeleteStream(self) -> Any:
+        scope, stream = self._scope_stream()
+        return pb.DeleteStreamRequest(scope=scope, stream=stream)
+
+    def _AppendEvents(self) -> Any:
+        segment = self._segment(writable=True)
+        writer = self.rng.choice(("w", "w2", "", "名前", "x" * 257, "x" * 100_000))
+        expected = self.known.next_event.get((segment, writer), 0)
+        first = (
+            expected if self._chance(0.6) else self.rng.choice((*_I64, expected + 1, expected - 1))
+        )
+        events = self._events()
+        keys = self._routing_keys(len(events))
+        return pb.AppendRequest(
+            segment=segment,
+            writer_id=writer,
+            first_event_number=first,
+            events=events,
+            routing_keys=keys,
+        )
+
+    def _ReadSegment(self) -> Any:
+        segment = self._segment()
+        has_known = self._chance(0.3)
+        return pb.ReadRequest(
+            segment=segment,
+            offset=self._offset(segment),
+            max_bytes=self.rng.choice((*_I32, 1, 17, 1 << 20, 1 << 26)),
+            # A wait is short: a tail read parks a server thread for as long as it waits.
+            wait_ms=self.rng.choice((0, 0, 0, 1, 20, -1, -(2**31))),
+            known_watermark=self.rng.choice(_I64) if has_known else 0,
+            has_known_watermark=has_known,
+        )
+
+    def _GetSegmentInfo(self) -> Any:
+        return pb.SegmentInfoRequest(segment=self._segment())
+
+    def _GetState(self) -> Any:
+        return pb.GetStateRequest(key=self._state_key())
+
+    def _CompareAndSetState(self) -> Any:
+        key = self._state_key()
+        current = self.known.revisions.get(key, 0)
+        expected = current if self._chance(0.6) else self.rng.choice((*_I64, current + 1))
+        size = self.rng.choice((0, 1, 100, 10_000))
+        return pb.CompareAndSetStateRequest(
+            key=key, expected_revision=expected, value=self.rng.randbytes(size)
+        )
+
+
+_KEPT = KEPT_SCOPE
+
+
+def _long_values(request: Any) -> list[str]:
+    """The string fields of ``request`` (repeated ones too) longer than :data:`_LONG_VALUE`."""
+    values: list[str] = []
+    for _, value in request.ListFields():
+        items = [value] if isinstance(value, str) else value if isinstance(value, Sequence) else ()
+        values += [v for v in items if isinstance(v, str) and len(v) > _LONG_VALUE]
+    return values
+
+
+#: Every file a store may hold in its data dir.
+_DATA_FILE = re.compile(
+    r"journal\.log(\.[A-Za-z0-9_.-]+)?"
+    r"|segments/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/(0|[1-9][0-9]*)\.events",
+    re.ASCII,
+)
+
+
+class FuzzTarget:
+    """A ``python -m connector.server`` subprocess to fuzz, in a folder of its own.
+
+    ``work`` holds ``data`` (the data dir), ``cwd`` (the server's working
+    directory, empty) and ``server.log``; :meth:`stray_files` names any file
+    the server wrote anywhere else in ``work`` or in ``data`` outside the
+    store's own layout.
+    """
+
+    def __init__(self, work: pathlib.Path):
+        self.work = work
+        self.data_dir = work / "data"
+        self.cwd = work / "cwd"
+        self.log_path = work / "server.log"
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.address = ""
+        self.channel: grpc.Channel | None = None
+        self.stub: store_pb2_grpc.SegmentStoreStub | None = None
+
+    def start(self) -> FuzzTarget:
+        """Starts the server on 127.0.0.1:0 and opens a channel to it."""
+        command = [sys.executable, "-m", "connector.server", "--data-dir", str(self.data_dir)]
+        command += ["--listen", "127.0.0.1:0"]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=log, cwd=self.cwd, env=env
+            )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().decode().strip()
+        if not line.startswith("listening on "):
+            msg = f"the server did not start: {line!r}; its log: {self.log()[-2000:]}"
+            raise AssertionError(msg)
+        self.address = line.removeprefix("listening on ")
+        self.channel = grpc.insecure_channel(self.address, options=GRPC_OPTIONS)
+        self.stub = store_pb2_grpc.SegmentStoreStub(self.channel)
+        return self
+
+    def alive(self) -> bool:
+        """Whether the server process is still running."""
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """Kills the server with SIGKILL and closes the channel."""
+        if self.channel is not None:
+            self.channel.close()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait(timeout=30)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+
+    def log(self) -> str:
+        """What the server wrote to stderr, every start of it."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stray_files(self) -> list[str]:
+        """Files outside the data dir's layout (relative to ``work``)."""
+        stray = []
+        for path in sorted(self.work.rglob("*")):
+            if path.is_dir() or path == self.log_path:
+                continue
+            relative = path.relative_to(self.work).as_posix()
+            inside = relative.removeprefix("data/")
+            if relative == inside or not _DATA_FILE.fullmatch(inside):
+                stray.append(relative)
+        return stray
