@@ -1,7 +1,8 @@
-"""Store fault suite: kill -9 during acknowledged appends, and a full disk.
+"""Store fault suite: kill -9, a full disk, a restart after 30 idle days, a fuzz of every RPC.
 
-    python bench/store_faults.py                 # 20 kill -9 cycles, then the full disk
-    python bench/store_faults.py --cycles 3      # shorter
+    python bench/store_faults.py                 # everything, full length
+    python bench/store_faults.py --cycles 3 --idle-days 1 --fuzz-seeds 1   # shorter
+    python bench/store_faults.py --only idle fuzz
 
 Kill -9: a real server subprocess on loopback; two writers append batches of
 five events (each numbered by its writer, no retries) to a two-segment stream
@@ -18,13 +19,23 @@ the store refuses one with RESOURCE_EXHAUSTED, checks every acknowledged
 event reads back, deletes the ballast and appends again without a restart,
 then restarts the server and reads everything once more.
 
-Idle restart: 50 idle streams ticked on a synthetic clock (in process), then
-the time a restart takes and the journal records it replays.
+Idle restart: 50 idle one-segment streams ticked on a synthetic clock (in
+process) for ``--idle-days`` at the default lag and journal compaction, then
+the time a restart takes (the store opened in process, and a server process
+started on the data dir until it answers a describe) and the records it replays.
+
+Fuzz: ``--fuzz-seeds`` runs of ``--fuzz-calls`` seeded random and adversarial
+calls of every RPC against a fresh server process each (``tests/store/rpc_fuzz.py``,
+whose short run is in ``make test``): no UNKNOWN or INTERNAL status, one-line
+short messages without paths, the server up after every burst, nothing written
+outside the data dir, data stored before the fuzz byte-identical after it and
+after a restart.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pathlib
 import random
@@ -43,12 +54,19 @@ from connector.framing import iter_frames  # noqa: E402
 from connector.reader.planning import SegmentRange, read_range  # noqa: E402
 from connector.store import SegmentStore, StoreConfig  # noqa: E402
 from connector.store.journal import Journal  # noqa: E402
+from tests.store.rpc_fuzz import fuzz_server  # noqa: E402
+
+_DAY_MS = 86_400_000
 
 
-def start_server(data_dir: pathlib.Path, log: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
-    """A ``python -m connector.server`` on 127.0.0.1:0 and its URI."""
+def start_server(
+    data_dir: pathlib.Path, log: pathlib.Path, lag_ms: int | None = 600_000
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``python -m connector.server`` on 127.0.0.1:0 and its URI (``lag_ms`` None: default)."""
     command = [sys.executable, "-m", "connector.server", "--data-dir", str(data_dir)]
-    command += ["--listen", "127.0.0.1:0", "--max-watermark-lag-ms", "600000"]
+    command += ["--listen", "127.0.0.1:0"]
+    if lag_ms is not None:
+        command += ["--max-watermark-lag-ms", str(lag_ms)]
     with open(log, "ab") as err:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
     assert process.stdout is not None
@@ -195,24 +213,29 @@ def full_disk(work: pathlib.Path) -> dict[str, object]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def idle_restart(work: pathlib.Path, rounds: int) -> dict[str, object]:
-    """50 idle one-segment streams ticked ``rounds`` times on a synthetic clock, then restarted.
+def idle_restart(work: pathlib.Path, days: float) -> dict[str, object]:
+    """50 idle one-segment streams ticked for ``days`` on a synthetic clock, then restarted.
 
     One round is one idle tick of every segment, ``max_watermark_lag_ms`` + 1
-    apart (at the default 10 s lag, 30 days are 259,200 rounds); compaction
-    keeps the journal bounded, so the restart time measured after ``rounds``
-    is the one after any longer idle time.
+    apart, as the idle advancer gives them at the default settings (10 s lag):
+    30 days are 259,175 rounds, 12,958,750 ticks. Compaction is as configured
+    by default.
     """
     clock = ManualClock(1_000)
     config = StoreConfig(str(work / "idle"), clock=clock, polling_period_ms=None)
+    rounds = math.ceil(days * _DAY_MS / (config.max_watermark_lag_ms + 1))
     store = SegmentStore(config)
     store.create_scope("idle")
     for number in range(50):
         store.create_stream("idle", f"s{number}", 1)
+    started = time.monotonic()
+    ticks = 0
     for _ in range(rounds):
         clock.advance(config.max_watermark_lag_ms + 1)
-        store.advance_idle_segments()
+        ticks += store.advance_idle_segments()
+    ticking_s = time.monotonic() - started
     watermarks = [store.segment_info(f"idle/s{n}/0").watermark for n in range(50)]
+    journal_bytes = store.journal_size()
     store.close()
     journal = Journal(os.path.join(config.data_dir, "journal.log"))
     records = sum(1 for _ in journal.replay())
@@ -222,26 +245,67 @@ def idle_restart(work: pathlib.Path, rounds: int) -> dict[str, object]:
     restart_s = time.monotonic() - started
     same = watermarks == [store.segment_info(f"idle/s{n}/0").watermark for n in range(50)]
     store.close()
+    started = time.monotonic()
+    process, uri = start_server(pathlib.Path(config.data_dir), work / "idle.log", lag_ms=None)
+    with StoreClient(uri, retry_timeout_s=5.0) as client:
+        served = [s.segment for s in client.describe_stream("idle", "s49").segments]
+    process_s = time.monotonic() - started
+    process.kill()
+    process.wait()
     return {
-        "idle_ticks_written": rounds * 50,
-        "idle_equivalent_hours": round(rounds * (config.max_watermark_lag_ms + 1) / 3.6e6, 1),
+        "idle_days": days,
+        "rounds": rounds,
+        "idle_ticks_written": ticks,
+        "ticking_s": round(ticking_s, 1),
+        "journal_bytes_at_restart": journal_bytes,
         "journal_records_at_restart": records,
-        "restart_s": round(restart_s, 3),
+        "restart_in_process_s": round(restart_s, 3),
+        "restart_server_process_to_first_answer_s": round(process_s, 3),
+        "served_after_restart": served == ["idle/s49/0"],
         "watermarks_same_after_restart": same,
     }
 
 
+def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
+    """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server."""
+    reports = [
+        fuzz_server(work / f"fuzz-{seed}", seed, max(1, calls // 500), min(calls, 500))
+        for seed in range(1, seeds + 1)
+    ]
+    codes: dict[str, int] = {}
+    for report in reports:
+        for code, count in report.stats.by_code.items():
+            codes[code] = codes.get(code, 0) + count
+    return {
+        "seeds": [r.seed for r in reports],
+        "calls": sum(r.stats.calls for r in reports),
+        "rpcs": len({rpc for r in reports for rpc in r.stats.by_rpc}),
+        "codes": dict(sorted(codes.items(), key=lambda item: -item[1])),
+        "problems": [p for r in reports for p in r.problems][:20],
+        "seconds": round(sum(r.seconds for r in reports), 1),
+    }
+
+
 def main() -> None:
-    """Runs the kill -9 cycles and the full disk, printing the figures."""
+    """Runs the parts asked for (all by default), printing the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parts = ("kill", "disk", "idle", "fuzz")
+    parser.add_argument("--only", nargs="+", choices=parts, default=parts, help="parts to run")
     parser.add_argument("--cycles", type=int, default=20, help="kill -9 cycles (default 20)")
-    parser.add_argument("--idle-rounds", type=int, default=5_000, help="idle tick rounds")
+    parser.add_argument("--idle-days", type=float, default=30, help="idle time (default 30)")
+    parser.add_argument("--fuzz-seeds", type=int, default=5, help="fuzz runs (default 5)")
+    parser.add_argument("--fuzz-calls", type=int, default=10_000, help="calls per fuzz run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tidemark-faults-") as work:
         started = time.monotonic()
-        print("kill -9:", kill_cycles(args.cycles, pathlib.Path(work)), flush=True)
-        print("full disk:", full_disk(pathlib.Path(work)), flush=True)
-        print("idle restart:", idle_restart(pathlib.Path(work), args.idle_rounds), flush=True)
+        if "kill" in args.only:
+            print("kill -9:", kill_cycles(args.cycles, pathlib.Path(work)), flush=True)
+        if "disk" in args.only:
+            print("full disk:", full_disk(pathlib.Path(work)), flush=True)
+        if "idle" in args.only:
+            print("idle restart:", idle_restart(pathlib.Path(work), args.idle_days), flush=True)
+        if "fuzz" in args.only:
+            print("fuzz:", fuzz(pathlib.Path(work), args.fuzz_seeds, args.fuzz_calls), flush=True)
         print(f"took {time.monotonic() - started:.1f} s")
 
 

@@ -18,12 +18,14 @@ read, so the data stored there before the fuzz must stay byte-identical.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import random
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,16 @@ from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND
 
-__all__ = ["KEPT_SCOPE", "RPCS", "FuzzFailure", "FuzzStats", "FuzzTarget", "RpcFuzzer"]
+__all__ = [
+    "KEPT_SCOPE",
+    "RPCS",
+    "FuzzFailure",
+    "FuzzReport",
+    "FuzzStats",
+    "FuzzTarget",
+    "RpcFuzzer",
+    "fuzz_server",
+]
 
 #: The scope whose data the fuzz only reads.
 KEPT_SCOPE = "kept"
@@ -516,3 +527,114 @@ class FuzzTarget:
             if relative == inside or not _DATA_FILE.fullmatch(inside):
                 stray.append(relative)
         return stray
+
+
+@dataclass
+class FuzzReport:
+    """What one :func:`fuzz_server` run found: ``problems`` is empty when every rule held."""
+
+    seed: int
+    stats: FuzzStats
+    problems: list[str]
+    seconds: float = 0.0
+
+
+def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int) -> FuzzReport:
+    """Fuzzes a fresh server process in ``work`` with ``bursts`` bursts of calls.
+
+    Before the fuzz, data is stored in :data:`KEPT_SCOPE`. After each burst
+    the server must be running and describe the kept stream. After the fuzz
+    the kept data must read back byte-identical (and its files be unchanged),
+    then again after a kill -9 and a restart on the same data dir (so the
+    journal the fuzz left replays); no file may have been written outside the
+    data dir's layout and the server's log must hold no traceback.
+    """
+    started = time.monotonic()
+    target = FuzzTarget(work).start()
+    problems: list[str] = []
+    fuzzer: RpcFuzzer | None = None
+    try:
+        kept_segments = _store_kept_data(target)
+        kept = _kept_bytes(target, kept_segments)
+        assert target.stub is not None
+        fuzzer = RpcFuzzer(
+            target.stub,
+            seed,
+            forbidden=[str(target.data_dir), str(work)],
+            kept_segments=kept_segments,
+        )
+        fuzzer.setup()
+        for burst in range(bursts):
+            fuzzer.burst(calls_per_burst)
+            if not target.alive():
+                problems.append(f"the server died in burst {burst}: {target.log()[-2000:]}")
+                break
+            described = _describe_kept(target)
+            if described != kept_segments:
+                problems.append(f"after burst {burst} the kept stream has {described}")
+        problems += fuzzer.failures[:20]
+        if not problems:
+            if _kept_bytes(target, kept_segments) != kept:
+                problems.append("the kept data changed during the fuzz")
+            target.kill()
+            target.start()
+            if _kept_bytes(target, kept_segments) != kept:
+                problems.append("the kept data changed across a restart after the fuzz")
+        problems += [f"a file outside the data dir: {path}" for path in target.stray_files()]
+        if "Traceback" in target.log():
+            problems.append(f"a traceback in the server's log: {target.log()[-2000:]}")
+    except grpc.RpcError as error:
+        problems.append(f"a check call failed: {error.code()} {error.details()!r}")
+    finally:
+        target.kill()
+    stats = fuzzer.stats if fuzzer is not None else FuzzStats()
+    return FuzzReport(seed, stats, problems, time.monotonic() - started)
+
+
+def _store_kept_data(target: FuzzTarget) -> list[str]:
+    """Stores the data the fuzz must leave alone; returns its segments."""
+    stub = target.stub
+    assert stub is not None
+    stub.CreateScope(pb.CreateScopeRequest(scope=KEPT_SCOPE), timeout=10)
+    stream = stub.CreateStream(
+        pb.CreateStreamRequest(scope=KEPT_SCOPE, stream="k", segment_count=2), timeout=10
+    )
+    segments = [s.segment for s in stream.segments]
+    for number in range(20):
+        for segment in segments:
+            events = [f"{segment}#{number}.{i}".encode() * (i + 1) for i in range(number + 1)]
+            request = pb.AppendRequest(
+                segment=segment,
+                writer_id="keeper",
+                first_event_number=number * (number + 1) // 2,
+                events=events,
+                routing_keys=[f"key-{i}" for i in range(len(events))],
+            )
+            stub.AppendEvents(request, timeout=10)
+    value = pb.CompareAndSetStateRequest(key="kept-state", expected_revision=0, value=b"\0kept")
+    stub.CompareAndSetState(value, timeout=10)
+    return segments
+
+
+def _describe_kept(target: FuzzTarget) -> list[str]:
+    assert target.stub is not None
+    request = pb.DescribeStreamRequest(scope=KEPT_SCOPE, stream="k")
+    return [s.segment for s in target.stub.DescribeStream(request, timeout=10).segments]
+
+
+def _kept_bytes(target: FuzzTarget, segments: list[str]) -> dict[str, bytes]:
+    """Each kept segment's data as a read returns it and its file's digest; the kept state."""
+    stub = target.stub
+    assert stub is not None
+    found: dict[str, bytes] = {}
+    for segment in segments:
+        end = stub.GetSegmentInfo(pb.SegmentInfoRequest(segment=segment), timeout=10).write_offset
+        read = stub.ReadSegment(
+            pb.ReadRequest(segment=segment, offset=0, max_bytes=end), timeout=10
+        )
+        found[segment] = read.data
+        data_file = target.data_dir / "segments" / f"{segment}.events"
+        found[f"{segment} file"] = hashlib.sha256(data_file.read_bytes()).digest()
+    state = stub.GetState(pb.GetStateRequest(key="kept-state"), timeout=10)
+    found["state"] = state.value + state.revision.to_bytes(8, "big")
+    return found
