@@ -12,9 +12,11 @@ from __future__ import annotations
 import collections
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from connector.model import SegmentInfo
+from connector.store.boundaries import SparseBoundaries
 from connector.store.disk import write_all
 from connector.store.open_files import OpenFiles
 from connector.store.watermark_index import WatermarkIndex
@@ -60,6 +62,7 @@ class Segment:
         self.committed_end = 0
         self.last_write_time = creation_time
         self.index = WatermarkIndex(creation_time)
+        self.boundaries = SparseBoundaries()
         # Pending: the sequencer's own view.
         self.pending_end = 0
         self.pending_time = creation_time
@@ -105,9 +108,15 @@ class Segment:
                 os.fdatasync(fd)
             self.dirty = False
 
-    def publish(self, end: int, time_ms: int, sealed: bool = False) -> None:
-        """Makes data up to ``end`` and the operation at ``time_ms`` visible to readers."""
+    def publish(
+        self, end: int, time_ms: int, sealed: bool = False, checkpoints: Sequence[int] = ()
+    ) -> None:
+        """Makes data up to ``end`` and the operation at ``time_ms`` visible to readers.
+
+        ``checkpoints`` are the sparse boundaries inside the data just published.
+        """
         with self.changed:
+            self.boundaries.add(checkpoints)
             self.committed_end = end
             self.last_write_time = time_ms
             self.index.record(end - 1, time_ms - 1)

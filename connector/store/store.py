@@ -49,6 +49,12 @@ from connector.model import (
     StreamDescription,
 )
 from connector.names import SegmentId, validate_name
+from connector.store.boundaries import (
+    SparseBoundaries,
+    checkpoints,
+    lands_on_boundary,
+    whole_frames,
+)
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.open_files import OpenFiles
@@ -428,6 +434,7 @@ class SegmentStore:
         keys = routing_keys[expected - first :] if routing_keys else None
         previous_end = target.pending_end
         end = target.write(encode_frames(fresh, time_ms, keys))
+        inside = checkpoints(previous_end, fresh, keys)
         last = first + len(events) - 1
         target.writer_numbers[writer_id] = last
 
@@ -440,16 +447,17 @@ class SegmentStore:
 
         self._undo.append(undo)
         self._dirty.add(target)
-        publish = self._record(
-            {
-                "op": "commit",
-                "seg": target.name,
-                "end": end,
-                "t": time_ms,
-                "w": writer_id,
-                "e": last,
-            }
-        )
+        record: dict[str, Any] = {
+            "op": "commit",
+            "seg": target.name,
+            "end": end,
+            "t": time_ms,
+            "w": writer_id,
+            "e": last,
+        }
+        if inside:
+            record["b"] = inside
+        publish = self._record(record)
 
         def published() -> AppendResult:
             publish()
@@ -551,19 +559,21 @@ class SegmentStore:
 
     def _scan_stop(self, target: Segment, offset: int, limit: int) -> int:
         """The end of the last whole event in ``(offset, limit]`` (at least one), by scanning."""
-        stop = offset + _whole_frames(target.read_bytes(offset, limit))
+        stop = offset + whole_frames(target.read_bytes(offset, limit))
         if stop == offset:  # one event larger than the budget: return it whole
             header = target.read_bytes(offset, offset + HEADER.size)
             stop = offset + HEADER.size + HEADER.unpack(header)[0]
         return stop
 
     def _check_boundary(self, target: Segment, offset: int) -> None:
+        """Refuses an offset inside an event; reads a bounded window (see boundaries.py)."""
         with target.changed:
-            start = target.index.boundary_at_or_before(offset)
+            start = max(
+                target.index.boundary_at_or_before(offset), target.boundaries.at_or_before(offset)
+            )
         if start == offset or target.is_known_boundary(offset):
             return
-        chunk = target.read_bytes(start, offset)
-        if _whole_frames(chunk) != len(chunk):
+        if not lands_on_boundary(target.read_bytes, start, offset):
             msg = f"offset {offset} is not at an event boundary of segment {target.name!r}"
             raise InvalidArgumentError(msg)
 
@@ -865,6 +875,7 @@ class SegmentStore:
             segment.last_write_time = state["lw"]
             segment.pending_time = state["pt"]
             segment.index = WatermarkIndex.restored(*state["idx"])
+            segment.boundaries = SparseBoundaries(state.get("b", ()))
             segment.writer_numbers = dict(state["w"])
 
     # --- applying records (live and at recovery) ------------------------------
@@ -896,7 +907,7 @@ class SegmentStore:
                     record["e"], segment.writer_numbers.get(record["w"], -1)
                 )
                 _advance_pending(segment, record["end"], record["t"])
-                segment.publish(record["end"], record["t"])
+                segment.publish(record["end"], record["t"], checkpoints=record.get("b", ()))
             elif op == "tick":
                 segment = self._segment_named(record["seg"])
                 _advance_pending(segment, segment.committed_end, record["t"])
@@ -1024,17 +1035,6 @@ class SegmentStore:
         return self._segment_of(self._stream(parsed.scope, parsed.stream), parsed.number)
 
 
-def _whole_frames(chunk: bytes) -> int:
-    """The length of the longest prefix of ``chunk`` made of whole frames (headers only read)."""
-    pos = 0
-    while len(chunk) - pos >= HEADER.size:
-        size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
-        if pos + size > len(chunk):
-            break
-        pos += size
-    return pos
-
-
 def _open_data_dir(data_dir: str) -> Journal:
     """The data dir's journal, the dir made if need be; a dir that cannot be used is refused.
 
@@ -1066,6 +1066,7 @@ def _segment_state(segment: Segment) -> dict[str, Any]:
         "lw": segment.last_write_time,
         "pt": segment.pending_time,
         "idx": segment.index.entries(),
+        "b": segment.boundaries.entries(),
         "w": segment.writer_numbers,
     }
 
