@@ -1,4 +1,4 @@
-"""Store fault suite: kill -9, a full disk, a restart after 30 idle days, a fuzz of every RPC.
+"""Store fault suite: kill -9, full disk, 30 idle days, a non-boundary read, a fuzz of every RPC.
 
     python bench/store_faults.py                 # everything, full length
     python bench/store_faults.py --cycles 3 --idle-days 1 --fuzz-seeds 1   # shorter
@@ -24,6 +24,10 @@ process) for ``--idle-days`` at the default lag and journal compaction, then
 the time a restart takes (the store opened in process, and a server process
 started on the data dir until it answers a describe) and the records it replays.
 
+Non-boundary read: a 256 MiB segment of four 64 MiB appends (in process); the
+time and the bytes read to refuse a read one byte past an event boundary in
+the middle of it.
+
 Fuzz: ``--fuzz-seeds`` runs of ``--fuzz-calls`` seeded random and adversarial
 calls of every RPC against a fresh server process each (``tests/store/rpc_fuzz.py``,
 whose short run is in ``make test``): no UNKNOWN or INTERNAL status, one-line
@@ -48,6 +52,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from connector import StoreClient  # noqa: E402
+from connector._wire import MAX_EVENTS_PER_APPEND  # noqa: E402
 from connector.clock import ManualClock  # noqa: E402
 from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
@@ -266,6 +271,59 @@ def idle_restart(work: pathlib.Path, days: float) -> dict[str, object]:
     }
 
 
+def boundary_check(work: pathlib.Path, batches: int = 4, repeats: int = 20) -> dict[str, object]:
+    """The cost of refusing a read at a non-boundary offset in the middle of a 256 MiB segment.
+
+    The segment is ``batches`` appends of 100,000 events of 653 bytes (64 MiB
+    each, the most one append can carry over gRPC); the offset is one byte past
+    the last event's start of the middle append (the farthest from any append
+    boundary). Bytes are counted where the store reads its data files.
+    """
+    from connector.errors import InvalidArgumentError
+    from connector.store.segment import Segment
+
+    store = SegmentStore(StoreConfig(str(work / "boundary"), polling_period_ms=None))
+    store.create_scope("b")
+    store.create_stream("b", "s", 1)
+    event = 653
+    for batch in range(batches):
+        events = [bytes([batch]) * event] * MAX_EVENTS_PER_APPEND
+        store.append("b/s/0", "w", batch * MAX_EVENTS_PER_APPEND, events)
+    size = store.segment_info("b/s/0").write_offset
+    frame = size // (batches * MAX_EVENTS_PER_APPEND)
+    offset = (batches // 2 * MAX_EVENTS_PER_APPEND - 1) * frame + 1
+    counted: list[int] = []
+    read_bytes = Segment.read_bytes
+
+    def counting(segment: Segment, start: int, stop: int) -> bytes:
+        data = read_bytes(segment, start, stop)
+        counted.append(len(data))
+        return data
+
+    Segment.read_bytes = counting  # type: ignore[method-assign]
+    timings = []
+    try:
+        for _ in range(repeats):
+            counted.clear()
+            started = time.perf_counter()
+            try:
+                store.read("b/s/0", offset, max_bytes=1)
+            except InvalidArgumentError:
+                pass
+            timings.append(time.perf_counter() - started)
+    finally:
+        Segment.read_bytes = read_bytes  # type: ignore[method-assign]
+        store.close()
+    timings.sort()
+    return {
+        "segment_bytes": size,
+        "offset": offset,
+        "bytes_read_per_check": sum(counted),
+        "check_ms_median": round(timings[len(timings) // 2] * 1000, 3),
+        "check_ms_max": round(timings[-1] * 1000, 3),
+    }
+
+
 def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
     """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server."""
     reports = [
@@ -289,7 +347,7 @@ def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
 def main() -> None:
     """Runs the parts asked for (all by default), printing the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parts = ("kill", "disk", "idle", "fuzz")
+    parts = ("kill", "disk", "idle", "boundary", "fuzz")
     parser.add_argument("--only", nargs="+", choices=parts, default=parts, help="parts to run")
     parser.add_argument("--cycles", type=int, default=20, help="kill -9 cycles (default 20)")
     parser.add_argument("--idle-days", type=float, default=30, help="idle time (default 30)")
@@ -304,6 +362,8 @@ def main() -> None:
             print("full disk:", full_disk(pathlib.Path(work)), flush=True)
         if "idle" in args.only:
             print("idle restart:", idle_restart(pathlib.Path(work), args.idle_days), flush=True)
+        if "boundary" in args.only:
+            print("non-boundary read:", boundary_check(pathlib.Path(work)), flush=True)
         if "fuzz" in args.only:
             print("fuzz:", fuzz(pathlib.Path(work), args.fuzz_seeds, args.fuzz_calls), flush=True)
         print(f"took {time.monotonic() - started:.1f} s")
