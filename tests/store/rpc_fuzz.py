@@ -243,13 +243,15 @@ class RpcFuzzer:
                 known.streams.remove(pair)
             prefix = f"{request.scope}/{request.stream}/"
             known.segments = [s for s in known.segments if not s.startswith(prefix)]
+            for gone in [s for s in known.offsets if s.startswith(prefix)]:
+                del known.offsets[gone]
         elif rpc == "AppendEvents" and response.appended:
             key = (request.segment, request.writer_id)
             known.next_event[key] = request.first_event_number + len(request.events)
             known.offsets.setdefault(request.segment, [0]).append(response.write_offset)
-        elif rpc == "ReadSegment":
+        elif rpc in ("ReadSegment", "GetSegmentInfo"):
             offsets = known.offsets.setdefault(request.segment, [0])
-            offsets.append(response.next_offset)
+            offsets.append(response.next_offset if rpc == "ReadSegment" else response.write_offset)
             del offsets[:-64]
         elif rpc == "CompareAndSetState":
             known.revisions[request.key] = response.current.revision
@@ -296,6 +298,13 @@ class RpcFuzzer:
         roll = self.rng.random()
         kept = () if writable else self.kept_segments
         valid = self.known.segments + list(kept)
+        written = [
+            s
+            for s, offsets in self.known.offsets.items()
+            if max(offsets) > 0 and not (writable and s in self.kept_segments)
+        ]
+        if written and roll < 0.25:  # where there is data to read or to append after
+            return self.rng.choice(written)
         if valid and roll < 0.55:
             return self.rng.choice(valid)
         if valid and roll < 0.75:
@@ -309,9 +318,11 @@ class RpcFuzzer:
     def _offset(self, segment: str) -> int:
         offsets = self.known.offsets.get(segment)
         roll = self.rng.random()
-        if offsets and roll < 0.6:
+        if offsets and roll < 0.4:
             base = self.rng.choice(offsets)
             return base + self.rng.choice((0, 0, 1, -1, 2, 7, 16, 17, 100, -100))
+        if offsets and roll < 0.6:  # anywhere in the data: mostly inside an event
+            return self.rng.randrange(0, max(offsets) + 1)
         if roll < 0.8:
             return self.rng.choice(_I64)
         return self.rng.randrange(0, 1 << 20)
@@ -394,7 +405,7 @@ class RpcFuzzer:
 
     def _AppendEvents(self) -> Any:
         segment = self._segment(writable=True)
-        writer = self.rng.choice(("w", "w2", "", "名前", "x" * 257, "x" * 100_000))
+        writer = self.rng.choice(("w", "w2") * 4 + ("", "名前", "x" * 257, "x" * 100_000))
         expected = self.known.next_event.get((segment, writer), 0)
         first = (
             expected if self._chance(0.6) else self.rng.choice((*_I64, expected + 1, expected - 1))
