@@ -36,9 +36,13 @@ import grpc
 from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND
+from connector.security import token_entry
+from connector.security.credentials import TOKEN_METADATA_KEY
 
 __all__ = [
+    "ADMIN_TOKEN",
     "KEPT_SCOPE",
+    "READER_TOKEN",
     "RPCS",
     "FuzzFailure",
     "FuzzReport",
@@ -50,6 +54,16 @@ __all__ = [
 
 #: The scope whose data the fuzz only reads.
 KEPT_SCOPE = "kept"
+#: Bearer tokens of a :class:`FuzzTarget` with tokens: every right everywhere, and read on
+#: :data:`KEPT_SCOPE` only.
+ADMIN_TOKEN = "fuzz-admin-" + "a" * 40
+READER_TOKEN = "fuzz-reader-" + "r" * 40
+_OTHER_TOKENS = (
+    ((TOKEN_METADATA_KEY, f"Bearer {READER_TOKEN}"),),
+    ((TOKEN_METADATA_KEY, f"Bearer {READER_TOKEN}"),),
+    ((TOKEN_METADATA_KEY, "Bearer not-a-token"),),
+    ((TOKEN_METADATA_KEY, "Basic " + "x" * 200),),
+)
 
 #: Every RPC of the SegmentStore service the fuzz calls.
 RPCS = (
@@ -145,6 +159,7 @@ class RpcFuzzer:
         forbidden: Sequence[str] = (),
         kept_segments: Sequence[str] = (),
         timeout_s: float = 30.0,
+        other_tokens: bool = False,
     ):
         self.stub = stub
         self.seed = seed
@@ -156,6 +171,8 @@ class RpcFuzzer:
         self.kept_segments = list(kept_segments)
         self._tag = 0
         self._sent = 0
+        # With tokens, one call in four carries a token without the right, or a wrong one.
+        self._other_tokens = other_tokens
         #: Every answer that broke a rule, described (the fuzz goes on after one).
         self.failures: list[str] = []
 
@@ -189,12 +206,18 @@ class RpcFuzzer:
         self._sent += 1
         call_number = self._sent
         try:
-            response = getattr(self.stub, rpc)(request, timeout=self.timeout_s)
+            metadata = self._metadata_for_call()
+            response = getattr(self.stub, rpc)(request, timeout=self.timeout_s, metadata=metadata)
         except grpc.RpcError as error:
             self.check_answer(rpc, request, error.code(), error.details() or "", call_number)
             return error.code().name
         self._learn(rpc, request, response)
         return "OK"
+
+    def _metadata_for_call(self) -> Any:
+        if not self._other_tokens or self._chance(0.75):
+            return None
+        return self.rng.choice(_OTHER_TOKENS)
 
     def check_answer(
         self, rpc: str, request: Any, code: grpc.StatusCode, details: str, call_number: int = -1
@@ -203,6 +226,8 @@ class RpcFuzzer:
         problems = []
         if code in _FORBIDDEN_CODES:
             problems.append(f"status {code.name}")
+        if "metadata size exceeds" in details:
+            problems.append("an answer too large for gRPC's metadata (the client got no message)")
         if "\n" in details or "\r" in details:
             problems.append("a message of more than one line")
         if len(details) > _MAX_DETAILS:
@@ -469,21 +494,42 @@ _DATA_FILE = re.compile(
 )
 
 
+class _DefaultToken(grpc.UnaryUnaryClientInterceptor):
+    """Gives a call without metadata the bearer ``token``."""
+
+    def __init__(self, token: str):
+        self.metadata = ((TOKEN_METADATA_KEY, f"Bearer {token}"),)
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:  # noqa: D102
+        if not details.metadata:
+            details = details._replace(metadata=self.metadata)
+        return continuation(details, request)
+
+
 class FuzzTarget:
     """A ``python -m connector.server`` subprocess to fuzz, in a folder of its own.
 
     ``work`` holds ``data`` (the data dir), ``cwd`` (the server's working
-    directory, empty) and ``server.log``; :meth:`stray_files` names any file
+    directory, empty), ``server.log`` and, with ``tokens``, ``tokens.toml``
+    (:data:`ADMIN_TOKEN` may do anything, :data:`READER_TOKEN` only read
+    :data:`KEPT_SCOPE`; calls carry the admin token unless they give
+    another); :meth:`stray_files` names any file
     the server wrote anywhere else in ``work`` or in ``data`` outside the
     store's own layout.
     """
 
-    def __init__(self, work: pathlib.Path):
+    def __init__(self, work: pathlib.Path, tokens: bool = False):
         self.work = work
         self.data_dir = work / "data"
         self.cwd = work / "cwd"
         self.log_path = work / "server.log"
+        self.token_file = work / "tokens.toml" if tokens else None
         self.cwd.mkdir(parents=True, exist_ok=True)
+        if self.token_file is not None:
+            self.token_file.write_text(
+                token_entry("admin", ADMIN_TOKEN, {"*": ["read", "write", "manage"]})
+                + token_entry("reader", READER_TOKEN, {KEPT_SCOPE: ["read"]})
+            )
         self.process: subprocess.Popen[bytes] | None = None
         self.address = ""
         self.channel: grpc.Channel | None = None
@@ -493,6 +539,8 @@ class FuzzTarget:
         """Starts the server on 127.0.0.1:0 and opens a channel to it."""
         command = [sys.executable, "-m", "connector.server", "--data-dir", str(self.data_dir)]
         command += ["--listen", "127.0.0.1:0"]
+        if self.token_file is not None:
+            command += ["--token-file", str(self.token_file)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -505,6 +553,8 @@ class FuzzTarget:
             raise AssertionError(msg)
         self.address = line.removeprefix("listening on ")
         self.channel = grpc.insecure_channel(self.address, options=GRPC_OPTIONS)
+        if self.token_file is not None:
+            self.channel = grpc.intercept_channel(self.channel, _DefaultToken(ADMIN_TOKEN))
         self.stub = store_pb2_grpc.SegmentStoreStub(self.channel)
         return self
 
@@ -531,7 +581,7 @@ class FuzzTarget:
         """Files outside the data dir's layout (relative to ``work``)."""
         stray = []
         for path in sorted(self.work.rglob("*")):
-            if path.is_dir() or path == self.log_path:
+            if path.is_dir() or path in (self.log_path, self.token_file):
                 continue
             relative = path.relative_to(self.work).as_posix()
             inside = relative.removeprefix("data/")
@@ -550,7 +600,9 @@ class FuzzReport:
     seconds: float = 0.0
 
 
-def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int) -> FuzzReport:
+def fuzz_server(
+    work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int, tokens: bool = False
+) -> FuzzReport:
     """Fuzzes a fresh server process in ``work`` with ``bursts`` bursts of calls.
 
     Before the fuzz, data is stored in :data:`KEPT_SCOPE`. After each burst
@@ -558,10 +610,12 @@ def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int
     the kept data must read back byte-identical (and its files be unchanged),
     then again after a kill -9 and a restart on the same data dir (so the
     journal the fuzz left replays); no file may have been written outside the
-    data dir's layout and the server's log must hold no traceback.
+    data dir's layout and the server's log must hold no traceback. With
+    ``tokens`` the server checks bearer tokens and one call in four carries a
+    token without the right it needs, or a wrong one.
     """
     started = time.monotonic()
-    target = FuzzTarget(work).start()
+    target = FuzzTarget(work, tokens).start()
     problems: list[str] = []
     fuzzer: RpcFuzzer | None = None
     try:
@@ -573,6 +627,7 @@ def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int
             seed,
             forbidden=[str(target.data_dir), str(work)],
             kept_segments=kept_segments,
+            other_tokens=tokens,
         )
         fuzzer.setup()
         for burst in range(bursts):
