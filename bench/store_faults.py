@@ -29,11 +29,11 @@ time and the bytes read to refuse a read one byte past an event boundary in
 the middle of it.
 
 Fuzz: ``--fuzz-seeds`` runs of ``--fuzz-calls`` seeded random and adversarial
-calls of every RPC against a fresh server process each (``tests/store/rpc_fuzz.py``,
-whose short run is in ``make test``): no UNKNOWN or INTERNAL status, one-line
-short messages without paths, the server up after every burst, nothing written
-outside the data dir, data stored before the fuzz byte-identical after it and
-after a restart.
+calls of every RPC against a fresh server process each, every second one with
+bearer tokens (``tests/store/rpc_fuzz.py``, whose short run is in ``make
+test``): no UNKNOWN or INTERNAL status, one-line short messages without paths,
+the server up after every burst, nothing written outside the data dir, data
+stored before the fuzz byte-identical after it and after a restart.
 """
 
 from __future__ import annotations
@@ -325,9 +325,15 @@ def boundary_check(work: pathlib.Path, batches: int = 4, repeats: int = 20) -> d
 
 
 def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
-    """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server."""
+    """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server.
+
+    Every second run's server checks bearer tokens (one call in four then
+    carries a token without the right it needs, or a wrong one).
+    """
     reports = [
-        fuzz_server(work / f"fuzz-{seed}", seed, max(1, calls // 500), min(calls, 500))
+        fuzz_server(
+            work / f"fuzz-{seed}", seed, max(1, calls // 500), min(calls, 500), tokens=seed % 2 == 0
+        )
         for seed in range(1, seeds + 1)
     ]
     codes: dict[str, int] = {}
@@ -336,6 +342,7 @@ def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
             codes[code] = codes.get(code, 0) + count
     return {
         "seeds": [r.seed for r in reports],
+        "seeds_with_tokens": [r.seed for r in reports if r.seed % 2 == 0],
         "calls": sum(r.stats.calls for r in reports),
         "rpcs": len({rpc for r in reports for rpc in r.stats.by_rpc}),
         "codes": dict(sorted(codes.items(), key=lambda item: -item[1])),
