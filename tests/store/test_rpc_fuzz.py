@@ -13,7 +13,7 @@ from connector._wire import GRPC_OPTIONS
 from connector.security import TokenTable, token_entry
 from connector.server import StoreServer
 from connector.store import StoreConfig
-from tests.store.rpc_fuzz import KEPT_SCOPE, READER_TOKEN, RPCS, FuzzReport, fuzz_server
+from tests.store.rpc_fuzz import KEPT_SCOPE, READER_TOKEN, RPCS, FuzzReport, RpcFuzzer, fuzz_server
 
 SEED = 20261123
 BURSTS = 15
@@ -66,3 +66,13 @@ def test_a_refusal_for_want_of_a_right_quotes_a_long_scope_short(tmp_path, clock
             )
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "(100000 characters)" in refused.value.details()
+
+
+def test_requests_by_field_type_can_be_made_for_every_rpc():
+    """An RPC added without a request maker of its own is fuzzed from its fields' types."""
+    fuzzer = RpcFuzzer(stub=None, seed=SEED)  # type: ignore[arg-type]
+    methods = pb.DESCRIPTOR.services_by_name["SegmentStore"].methods_by_name
+    for rpc in RPCS:
+        for _ in range(50):
+            request = fuzzer._request_by_type(rpc)
+            assert request.DESCRIPTOR.full_name == methods[rpc].input_type.full_name
