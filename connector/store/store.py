@@ -184,6 +184,8 @@ class SegmentStore:
         self._meta_lock = threading.RLock()
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], _Stream] = {}
+        # Every live segment by its one spelling: a lookup without parsing (replay does many).
+        self._segments: dict[str, Segment] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
         self._files = OpenFiles(config.max_open_files or _default_open_files())
         self._segment_count = 0
@@ -922,6 +924,8 @@ class SegmentStore:
         removed = self._streams.pop((record["scope"], record["stream"]))
         self._segment_count -= len(removed.segments)
         for segment in removed.segments.values():
+            self._segments.pop(segment.name, None)
+        for segment in removed.segments.values():
             with segment.changed:
                 segment.changed.notify_all()
             segment.close()
@@ -971,6 +975,7 @@ class SegmentStore:
         )
         stream.segments[number] = segment
         self._segment_count += 1
+        self._segments[segment.name] = segment
         return segment
 
     def _recover(self) -> None:
@@ -1031,7 +1036,11 @@ class SegmentStore:
         return found
 
     def _segment_named(self, name: str) -> Segment:
-        parsed = SegmentId.parse(name)
+        with self._meta_lock:
+            found = self._segments.get(name)
+        if found is not None:
+            return found
+        parsed = SegmentId.parse(name)  # says what is wrong with the name, or which part is missing
         return self._segment_of(self._stream(parsed.scope, parsed.stream), parsed.number)
 
 
