@@ -1,4 +1,4 @@
-"""Store fault suite: kill -9, a full disk, a restart after 30 idle days, a fuzz of every RPC.
+"""Store fault suite: kill -9, full disk, 30 idle days, a non-boundary read, a fuzz of every RPC.
 
     python bench/store_faults.py                 # everything, full length
     python bench/store_faults.py --cycles 3 --idle-days 1 --fuzz-seeds 1   # shorter
@@ -24,12 +24,16 @@ process) for ``--idle-days`` at the default lag and journal compaction, then
 the time a restart takes (the store opened in process, and a server process
 started on the data dir until it answers a describe) and the records it replays.
 
+Non-boundary read: a 256 MiB segment of four 64 MiB appends (in process); the
+time and the bytes read to refuse a read one byte past an event boundary in
+the middle of it.
+
 Fuzz: ``--fuzz-seeds`` runs of ``--fuzz-calls`` seeded random and adversarial
-calls of every RPC against a fresh server process each (``tests/store/rpc_fuzz.py``,
-whose short run is in ``make test``): no UNKNOWN or INTERNAL status, one-line
-short messages without paths, the server up after every burst, nothing written
-outside the data dir, data stored before the fuzz byte-identical after it and
-after a restart.
+calls of every RPC against a fresh server process each, every second one with
+bearer tokens (``tests/store/rpc_fuzz.py``, whose short run is in ``make
+test``): no UNKNOWN or INTERNAL status, one-line short messages without paths,
+the server up after every burst, nothing written outside the data dir, data
+stored before the fuzz byte-identical after it and after a restart.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from connector import StoreClient  # noqa: E402
+from connector._wire import MAX_EVENTS_PER_APPEND  # noqa: E402
 from connector.clock import ManualClock  # noqa: E402
 from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
@@ -219,11 +224,14 @@ def idle_restart(work: pathlib.Path, days: float) -> dict[str, object]:
     One round is one idle tick of every segment, ``max_watermark_lag_ms`` + 1
     apart, as the idle advancer gives them at the default settings (10 s lag):
     30 days are 259,175 rounds, 12,958,750 ticks. Compaction is as configured
-    by default.
+    by default. The restart is timed after ``days``, then once more at the
+    worst point of the compaction cycle: ticked on until a compaction, then
+    until the journal is one round short of the next one.
     """
     clock = ManualClock(1_000)
     config = StoreConfig(str(work / "idle"), clock=clock, polling_period_ms=None)
-    rounds = math.ceil(days * _DAY_MS / (config.max_watermark_lag_ms + 1))
+    lag = config.max_watermark_lag_ms
+    rounds = math.ceil(days * _DAY_MS / (lag + 1))
     store = SegmentStore(config)
     store.create_scope("idle")
     for number in range(50):
@@ -231,9 +239,37 @@ def idle_restart(work: pathlib.Path, days: float) -> dict[str, object]:
     started = time.monotonic()
     ticks = 0
     for _ in range(rounds):
-        clock.advance(config.max_watermark_lag_ms + 1)
+        clock.advance(lag + 1)
         ticks += store.advance_idle_segments()
     ticking_s = time.monotonic() - started
+    store.close()
+    after_days = _timed_restart(config, work)
+
+    store = SegmentStore(config)
+    size = store.journal_size()
+    while store.journal_size() >= size:  # on to the next compaction
+        size = store.journal_size()
+        clock.advance(lag + 1)
+        store.advance_idle_segments()
+    snapshot_records = 51  # the scope and the 50 streams
+    for _ in range((config.compact_after_records - snapshot_records) // 50 - 1):
+        clock.advance(lag + 1)
+        store.advance_idle_segments()
+    store.close()
+    worst = _timed_restart(config, work)
+    return {
+        "idle_days": days,
+        "rounds": rounds,
+        "idle_ticks_written": ticks,
+        "ticking_s": round(ticking_s, 1),
+        "after_the_idle_days": after_days,
+        "worst_point_of_the_compaction_cycle": worst,
+    }
+
+
+def _timed_restart(config: StoreConfig, work: pathlib.Path) -> dict[str, object]:
+    """Restarts the idle store in process and as a server process; what that took."""
+    store = SegmentStore(config)
     watermarks = [store.segment_info(f"idle/s{n}/0").watermark for n in range(50)]
     journal_bytes = store.journal_size()
     store.close()
@@ -253,23 +289,78 @@ def idle_restart(work: pathlib.Path, days: float) -> dict[str, object]:
     process.kill()
     process.wait()
     return {
-        "idle_days": days,
-        "rounds": rounds,
-        "idle_ticks_written": ticks,
-        "ticking_s": round(ticking_s, 1),
-        "journal_bytes_at_restart": journal_bytes,
-        "journal_records_at_restart": records,
+        "journal_records": records,
+        "journal_bytes": journal_bytes,
         "restart_in_process_s": round(restart_s, 3),
-        "restart_server_process_to_first_answer_s": round(process_s, 3),
-        "served_after_restart": served == ["idle/s49/0"],
-        "watermarks_same_after_restart": same,
+        "server_process_start_to_first_answer_s": round(process_s, 3),
+        "served": served == ["idle/s49/0"],
+        "watermarks_same": same,
+    }
+
+
+def boundary_check(work: pathlib.Path, batches: int = 4, repeats: int = 20) -> dict[str, object]:
+    """The cost of refusing a read at a non-boundary offset in the middle of a 256 MiB segment.
+
+    The segment is ``batches`` appends of 100,000 events of 653 bytes (64 MiB
+    each, the most one append can carry over gRPC); the offset is one byte past
+    the last event's start of the middle append (the farthest from any append
+    boundary). Bytes are counted where the store reads its data files.
+    """
+    from connector.errors import InvalidArgumentError
+    from connector.store.segment import Segment
+
+    store = SegmentStore(StoreConfig(str(work / "boundary"), polling_period_ms=None))
+    store.create_scope("b")
+    store.create_stream("b", "s", 1)
+    event = 653
+    for batch in range(batches):
+        events = [bytes([batch]) * event] * MAX_EVENTS_PER_APPEND
+        store.append("b/s/0", "w", batch * MAX_EVENTS_PER_APPEND, events)
+    size = store.segment_info("b/s/0").write_offset
+    frame = size // (batches * MAX_EVENTS_PER_APPEND)
+    offset = (batches // 2 * MAX_EVENTS_PER_APPEND - 1) * frame + 1
+    counted: list[int] = []
+    read_bytes = Segment.read_bytes
+
+    def counting(segment: Segment, start: int, stop: int) -> bytes:
+        data = read_bytes(segment, start, stop)
+        counted.append(len(data))
+        return data
+
+    Segment.read_bytes = counting  # type: ignore[method-assign]
+    timings = []
+    try:
+        for _ in range(repeats):
+            counted.clear()
+            started = time.perf_counter()
+            try:
+                store.read("b/s/0", offset, max_bytes=1)
+            except InvalidArgumentError:
+                pass
+            timings.append(time.perf_counter() - started)
+    finally:
+        Segment.read_bytes = read_bytes  # type: ignore[method-assign]
+        store.close()
+    timings.sort()
+    return {
+        "segment_bytes": size,
+        "offset": offset,
+        "bytes_read_per_check": sum(counted),
+        "check_ms_median": round(timings[len(timings) // 2] * 1000, 3),
+        "check_ms_max": round(timings[-1] * 1000, 3),
     }
 
 
 def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
-    """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server."""
+    """``seeds`` fuzz runs of ``calls`` calls each (bursts of 500), each on a fresh server.
+
+    Every second run's server checks bearer tokens (one call in four then
+    carries a token without the right it needs, or a wrong one).
+    """
     reports = [
-        fuzz_server(work / f"fuzz-{seed}", seed, max(1, calls // 500), min(calls, 500))
+        fuzz_server(
+            work / f"fuzz-{seed}", seed, max(1, calls // 500), min(calls, 500), tokens=seed % 2 == 0
+        )
         for seed in range(1, seeds + 1)
     ]
     codes: dict[str, int] = {}
@@ -278,6 +369,7 @@ def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
             codes[code] = codes.get(code, 0) + count
     return {
         "seeds": [r.seed for r in reports],
+        "seeds_with_tokens": [r.seed for r in reports if r.seed % 2 == 0],
         "calls": sum(r.stats.calls for r in reports),
         "rpcs": len({rpc for r in reports for rpc in r.stats.by_rpc}),
         "codes": dict(sorted(codes.items(), key=lambda item: -item[1])),
@@ -289,7 +381,7 @@ def fuzz(work: pathlib.Path, seeds: int, calls: int) -> dict[str, object]:
 def main() -> None:
     """Runs the parts asked for (all by default), printing the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parts = ("kill", "disk", "idle", "fuzz")
+    parts = ("kill", "disk", "idle", "boundary", "fuzz")
     parser.add_argument("--only", nargs="+", choices=parts, default=parts, help="parts to run")
     parser.add_argument("--cycles", type=int, default=20, help="kill -9 cycles (default 20)")
     parser.add_argument("--idle-days", type=float, default=30, help="idle time (default 30)")
@@ -304,6 +396,8 @@ def main() -> None:
             print("full disk:", full_disk(pathlib.Path(work)), flush=True)
         if "idle" in args.only:
             print("idle restart:", idle_restart(pathlib.Path(work), args.idle_days), flush=True)
+        if "boundary" in args.only:
+            print("non-boundary read:", boundary_check(pathlib.Path(work)), flush=True)
         if "fuzz" in args.only:
             print("fuzz:", fuzz(pathlib.Path(work), args.fuzz_seeds, args.fuzz_calls), flush=True)
         print(f"took {time.monotonic() - started:.1f} s")

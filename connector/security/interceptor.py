@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from connector.errors import quoted
 from connector.security.credentials import TOKEN_METADATA_KEY
 from connector.security.rights import need_of
 from connector.security.tokens import TokenTable
@@ -47,7 +48,7 @@ def check_call(
         return grpc.StatusCode.UNAUTHENTICATED, "the token is not valid for this store"
     if not principal.allows(need):
         name = method.rpartition("/")[2]
-        scope = "every scope" if need.scope == "*" else f"scope {need.scope!r}"
+        scope = "every scope" if need.scope == "*" else f"scope {quoted(need.scope)}"
         _log.info(
             "refused %s by %r: no %s right on %s", name, principal.name, need.right.value, scope
         )

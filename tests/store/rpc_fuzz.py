@@ -36,9 +36,13 @@ import grpc
 from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND
+from connector.security import token_entry
+from connector.security.credentials import TOKEN_METADATA_KEY
 
 __all__ = [
+    "ADMIN_TOKEN",
     "KEPT_SCOPE",
+    "READER_TOKEN",
     "RPCS",
     "FuzzFailure",
     "FuzzReport",
@@ -50,22 +54,21 @@ __all__ = [
 
 #: The scope whose data the fuzz only reads.
 KEPT_SCOPE = "kept"
-
-#: Every RPC of the SegmentStore service the fuzz calls.
-RPCS = (
-    "CreateScope",
-    "CreateStream",
-    "DescribeStream",
-    "ScaleStream",
-    "SealStream",
-    "DeleteStream",
-    "AppendEvents",
-    "ReadSegment",
-    "GetSegmentInfo",
-    "GetState",
-    "CompareAndSetState",
-    "PlanRead",
+#: Bearer tokens of a :class:`FuzzTarget` with tokens: every right everywhere, and read on
+#: :data:`KEPT_SCOPE` only.
+ADMIN_TOKEN = "fuzz-admin-" + "a" * 40
+READER_TOKEN = "fuzz-reader-" + "r" * 40
+_OTHER_TOKENS = (
+    ((TOKEN_METADATA_KEY, f"Bearer {READER_TOKEN}"),),
+    ((TOKEN_METADATA_KEY, f"Bearer {READER_TOKEN}"),),
+    ((TOKEN_METADATA_KEY, "Bearer not-a-token"),),
+    ((TOKEN_METADATA_KEY, "Basic " + "x" * 200),),
 )
+
+_SERVICE = pb.DESCRIPTOR.services_by_name["SegmentStore"]
+#: Every RPC of the SegmentStore service: the fuzz calls them all. Those without a request
+#: maker of their own here (RPCs added since) get requests built from their fields' types.
+RPCS = tuple(method.name for method in _SERVICE.methods)
 
 _FORBIDDEN_CODES = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
 #: The longest status message the server may send (it cuts at 1,000 characters).
@@ -146,6 +149,7 @@ class RpcFuzzer:
         forbidden: Sequence[str] = (),
         kept_segments: Sequence[str] = (),
         timeout_s: float = 30.0,
+        other_tokens: bool = False,
     ):
         self.stub = stub
         self.seed = seed
@@ -157,6 +161,8 @@ class RpcFuzzer:
         self.kept_segments = list(kept_segments)
         self._tag = 0
         self._sent = 0
+        # With tokens, one call in four carries a token without the right, or a wrong one.
+        self._other_tokens = other_tokens
         #: Every answer that broke a rule, described (the fuzz goes on after one).
         self.failures: list[str] = []
 
@@ -174,7 +180,8 @@ class RpcFuzzer:
         stats = FuzzStats()
         for _ in range(calls):
             rpc = self.rng.choice(RPCS)
-            request = getattr(self, "_" + rpc)()
+            make = getattr(self, "_" + rpc, None)
+            request = make() if make is not None else self._request_by_type(rpc)
             try:
                 code = self._send(rpc, request)
             except FuzzFailure as failure:
@@ -190,12 +197,18 @@ class RpcFuzzer:
         self._sent += 1
         call_number = self._sent
         try:
-            response = getattr(self.stub, rpc)(request, timeout=self.timeout_s)
+            metadata = self._metadata_for_call()
+            response = getattr(self.stub, rpc)(request, timeout=self.timeout_s, metadata=metadata)
         except grpc.RpcError as error:
             self.check_answer(rpc, request, error.code(), error.details() or "", call_number)
             return error.code().name
         self._learn(rpc, request, response)
         return "OK"
+
+    def _metadata_for_call(self) -> Any:
+        if not self._other_tokens or self._chance(0.75):
+            return None
+        return self.rng.choice(_OTHER_TOKENS)
 
     def check_answer(
         self, rpc: str, request: Any, code: grpc.StatusCode, details: str, call_number: int = -1
@@ -204,6 +217,8 @@ class RpcFuzzer:
         problems = []
         if code in _FORBIDDEN_CODES:
             problems.append(f"status {code.name}")
+        if "metadata size exceeds" in details:
+            problems.append("an answer too large for gRPC's metadata (the client got no message)")
         if "\n" in details or "\r" in details:
             problems.append("a message of more than one line")
         if len(details) > _MAX_DETAILS:
@@ -244,13 +259,15 @@ class RpcFuzzer:
                 known.streams.remove(pair)
             prefix = f"{request.scope}/{request.stream}/"
             known.segments = [s for s in known.segments if not s.startswith(prefix)]
+            for gone in [s for s in known.offsets if s.startswith(prefix)]:
+                del known.offsets[gone]
         elif rpc == "AppendEvents" and response.appended:
             key = (request.segment, request.writer_id)
             known.next_event[key] = request.first_event_number + len(request.events)
             known.offsets.setdefault(request.segment, [0]).append(response.write_offset)
-        elif rpc in ("ReadSegment", "PlanRead"):
+        elif rpc in ("ReadSegment", "GetSegmentInfo", "PlanRead"):
             offsets = known.offsets.setdefault(request.segment, [0])
-            offsets.append(response.next_offset)
+            offsets.append(response.write_offset if rpc == "GetSegmentInfo" else response.next_offset)
             del offsets[:-64]
         elif rpc == "CompareAndSetState":
             known.revisions[request.key] = response.current.revision
@@ -297,6 +314,13 @@ class RpcFuzzer:
         roll = self.rng.random()
         kept = () if writable else self.kept_segments
         valid = self.known.segments + list(kept)
+        written = [
+            s
+            for s, offsets in self.known.offsets.items()
+            if max(offsets) > 0 and not (writable and s in self.kept_segments)
+        ]
+        if written and roll < 0.25:  # where there is data to read or to append after
+            return self.rng.choice(written)
         if valid and roll < 0.55:
             return self.rng.choice(valid)
         if valid and roll < 0.75:
@@ -310,9 +334,11 @@ class RpcFuzzer:
     def _offset(self, segment: str) -> int:
         offsets = self.known.offsets.get(segment)
         roll = self.rng.random()
-        if offsets and roll < 0.6:
+        if offsets and roll < 0.4:
             base = self.rng.choice(offsets)
             return base + self.rng.choice((0, 0, 1, -1, 2, 7, 16, 17, 100, -100))
+        if offsets and roll < 0.6:  # anywhere in the data: mostly inside an event
+            return self.rng.randrange(0, max(offsets) + 1)
         if roll < 0.8:
             return self.rng.choice(_I64)
         return self.rng.randrange(0, 1 << 20)
@@ -348,6 +374,62 @@ class RpcFuzzer:
         if roll < 0.6:
             return f"fz{self.seed}-key-{self.rng.randrange(8)}"
         return self.rng.choice(("", "x" * 512, "x" * 513, "x" * 100_000, "名前", "a/b", "\x00"))
+
+    # --- requests from field types (RPCs without a maker of their own) --------
+
+    def _request_by_type(self, rpc: str) -> Any:
+        request = getattr(pb, _SERVICE.methods_by_name[rpc].input_type.name)()
+        self._fill(request, depth=0)
+        return request
+
+    def _fill(self, message: Any, depth: int) -> None:
+        for descriptor in message.DESCRIPTOR.fields:
+            repeated = getattr(descriptor, "is_repeated", None)
+            if repeated is None:
+                repeated = descriptor.label == descriptor.LABEL_REPEATED
+            count = self.rng.choice((0, 1, 1, 2, 5)) if repeated else 1
+            container = getattr(message, descriptor.name)
+            for _ in range(count):
+                if descriptor.type == descriptor.TYPE_MESSAGE:
+                    if depth < 3:
+                        child = container.add() if repeated else container
+                        self._fill(child, depth + 1)
+                    continue
+                value = self._value_of(descriptor)
+                if repeated:
+                    container.append(value)
+                else:
+                    setattr(message, descriptor.name, value)
+
+    def _value_of(self, descriptor: Any) -> Any:
+        name = descriptor.name
+        if descriptor.type == descriptor.TYPE_STRING:
+            if "segment" in name:
+                return self._segment()
+            if name in ("scope", "stream") or name.endswith(("_scope", "_stream")):
+                return self._scope_stream()[0 if "scope" in name else 1]
+            if "key" in name:
+                return self._state_key()
+            return self._name(self.known.scopes)
+        if descriptor.type == descriptor.TYPE_BYTES:
+            return self.rng.randbytes(self.rng.choice((0, 1, 100, 5_000)))
+        if descriptor.type == descriptor.TYPE_BOOL:
+            return self._chance(0.5)
+        if descriptor.type in (descriptor.TYPE_DOUBLE, descriptor.TYPE_FLOAT):
+            return self.rng.choice((0.0, 0.5, 1.0, -1.0, 1e308, float("inf"), float("nan")))
+        if descriptor.type == descriptor.TYPE_ENUM:
+            return self.rng.choice([v.number for v in descriptor.enum_type.values] + [999])
+        if descriptor.type in (
+            descriptor.TYPE_INT32,
+            descriptor.TYPE_SINT32,
+            descriptor.TYPE_SFIXED32,
+        ):
+            return self.rng.choice((*_I32, self.rng.randrange(0, 100)))
+        if descriptor.type in (descriptor.TYPE_UINT32, descriptor.TYPE_FIXED32):
+            return self.rng.choice((0, 1, 2**32 - 1, self.rng.randrange(0, 100)))
+        if descriptor.type in (descriptor.TYPE_UINT64, descriptor.TYPE_FIXED64):
+            return self.rng.choice((0, 1, 2**64 - 1, self.rng.randrange(0, 100)))
+        return self.rng.choice((*_I64, self.rng.randrange(0, 1 << 20)))
 
     # --- one request per RPC --------------------------------------------------
 
@@ -395,7 +477,7 @@ class RpcFuzzer:
 
     def _AppendEvents(self) -> Any:
         segment = self._segment(writable=True)
-        writer = self.rng.choice(("w", "w2", "", "名前", "x" * 257, "x" * 100_000))
+        writer = self.rng.choice(("w", "w2") * 4 + ("", "名前", "x" * 257, "x" * 100_000))
         expected = self.known.next_event.get((segment, writer), 0)
         first = (
             expected if self._chance(0.6) else self.rng.choice((*_I64, expected + 1, expected - 1))
@@ -468,21 +550,42 @@ _DATA_FILE = re.compile(
 )
 
 
+class _DefaultToken(grpc.UnaryUnaryClientInterceptor):
+    """Gives a call without metadata the bearer ``token``."""
+
+    def __init__(self, token: str):
+        self.metadata = ((TOKEN_METADATA_KEY, f"Bearer {token}"),)
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:  # noqa: D102
+        if not details.metadata:
+            details = details._replace(metadata=self.metadata)
+        return continuation(details, request)
+
+
 class FuzzTarget:
     """A ``python -m connector.server`` subprocess to fuzz, in a folder of its own.
 
     ``work`` holds ``data`` (the data dir), ``cwd`` (the server's working
-    directory, empty) and ``server.log``; :meth:`stray_files` names any file
+    directory, empty), ``server.log`` and, with ``tokens``, ``tokens.toml``
+    (:data:`ADMIN_TOKEN` may do anything, :data:`READER_TOKEN` only read
+    :data:`KEPT_SCOPE`; calls carry the admin token unless they give
+    another); :meth:`stray_files` names any file
     the server wrote anywhere else in ``work`` or in ``data`` outside the
     store's own layout.
     """
 
-    def __init__(self, work: pathlib.Path):
+    def __init__(self, work: pathlib.Path, tokens: bool = False):
         self.work = work
         self.data_dir = work / "data"
         self.cwd = work / "cwd"
         self.log_path = work / "server.log"
+        self.token_file = work / "tokens.toml" if tokens else None
         self.cwd.mkdir(parents=True, exist_ok=True)
+        if self.token_file is not None:
+            self.token_file.write_text(
+                token_entry("admin", ADMIN_TOKEN, {"*": ["read", "write", "manage"]})
+                + token_entry("reader", READER_TOKEN, {KEPT_SCOPE: ["read"]})
+            )
         self.process: subprocess.Popen[bytes] | None = None
         self.address = ""
         self.channel: grpc.Channel | None = None
@@ -492,6 +595,8 @@ class FuzzTarget:
         """Starts the server on 127.0.0.1:0 and opens a channel to it."""
         command = [sys.executable, "-m", "connector.server", "--data-dir", str(self.data_dir)]
         command += ["--listen", "127.0.0.1:0"]
+        if self.token_file is not None:
+            command += ["--token-file", str(self.token_file)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -504,6 +609,8 @@ class FuzzTarget:
             raise AssertionError(msg)
         self.address = line.removeprefix("listening on ")
         self.channel = grpc.insecure_channel(self.address, options=GRPC_OPTIONS)
+        if self.token_file is not None:
+            self.channel = grpc.intercept_channel(self.channel, _DefaultToken(ADMIN_TOKEN))
         self.stub = store_pb2_grpc.SegmentStoreStub(self.channel)
         return self
 
@@ -530,7 +637,7 @@ class FuzzTarget:
         """Files outside the data dir's layout (relative to ``work``)."""
         stray = []
         for path in sorted(self.work.rglob("*")):
-            if path.is_dir() or path == self.log_path:
+            if path.is_dir() or path in (self.log_path, self.token_file):
                 continue
             relative = path.relative_to(self.work).as_posix()
             inside = relative.removeprefix("data/")
@@ -549,7 +656,9 @@ class FuzzReport:
     seconds: float = 0.0
 
 
-def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int) -> FuzzReport:
+def fuzz_server(
+    work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int, tokens: bool = False
+) -> FuzzReport:
     """Fuzzes a fresh server process in ``work`` with ``bursts`` bursts of calls.
 
     Before the fuzz, data is stored in :data:`KEPT_SCOPE`. After each burst
@@ -557,10 +666,12 @@ def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int
     the kept data must read back byte-identical (and its files be unchanged),
     then again after a kill -9 and a restart on the same data dir (so the
     journal the fuzz left replays); no file may have been written outside the
-    data dir's layout and the server's log must hold no traceback.
+    data dir's layout and the server's log must hold no traceback. With
+    ``tokens`` the server checks bearer tokens and one call in four carries a
+    token without the right it needs, or a wrong one.
     """
     started = time.monotonic()
-    target = FuzzTarget(work).start()
+    target = FuzzTarget(work, tokens).start()
     problems: list[str] = []
     fuzzer: RpcFuzzer | None = None
     try:
@@ -572,6 +683,7 @@ def fuzz_server(work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int
             seed,
             forbidden=[str(target.data_dir), str(work)],
             kept_segments=kept_segments,
+            other_tokens=tokens,
         )
         fuzzer.setup()
         for burst in range(bursts):
