@@ -267,7 +267,8 @@ class RpcFuzzer:
             known.offsets.setdefault(request.segment, [0]).append(response.write_offset)
         elif rpc in ("ReadSegment", "GetSegmentInfo", "PlanRead"):
             offsets = known.offsets.setdefault(request.segment, [0])
-            offsets.append(response.write_offset if rpc == "GetSegmentInfo" else response.next_offset)
+            info = rpc == "GetSegmentInfo"
+            offsets.append(response.write_offset if info else response.next_offset)
             del offsets[:-64]
         elif rpc == "CompareAndSetState":
             known.revisions[request.key] = response.current.revision
