@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AppendResult",
+    "PlannedRead",
     "ReadResult",
     "SegmentDescription",
     "SegmentInfo",
@@ -88,6 +89,27 @@ class ReadResult:
     data: bytes
     watermark: int
     end_of_segment: bool
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlannedRead:
+    """Where a read of whole events from ``offset`` under a budget would stop, without the data.
+
+    ``events`` events lie in ``[offset, next_offset)``; ``watermark`` holds
+    after them, as a :class:`ReadResult`'s would; ``end_of_segment`` says the
+    segment is sealed and ``next_offset`` is its end, and then ``successors``
+    are its successors; ``at_tail`` says ``next_offset`` is the segment's
+    committed end when answered.
+    """
+
+    segment: str
+    offset: int
+    next_offset: int
+    events: int
+    watermark: int
+    end_of_segment: bool
+    at_tail: bool
     successors: tuple[str, ...] = ()
 
 

@@ -225,6 +225,27 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             successors=result.successors,
         )
 
+    def PlanRead(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        plan = _call(
+            context,
+            lambda: self._store.plan_read(
+                request.segment,
+                request.offset,
+                request.max_events or None,
+                request.max_bytes or None,
+            ),
+        )
+        return _pb.PlanReadResponse(
+            segment=plan.segment,
+            offset=plan.offset,
+            next_offset=plan.next_offset,
+            events=plan.events,
+            watermark=plan.watermark,
+            end_of_segment=plan.end_of_segment,
+            at_tail=plan.at_tail,
+            successors=plan.successors,
+        )
+
     def GetSegmentInfo(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
         info = _call(context, lambda: self._store.segment_info(request.segment))
         return _pb.SegmentInfo(

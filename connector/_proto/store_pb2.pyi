@@ -222,3 +222,35 @@ class CompareAndSetStateResponse(_message.Message):
     written: bool
     current: StateValue
     def __init__(self, written: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...
+
+class PlanReadRequest(_message.Message):
+    __slots__ = ("segment", "offset", "max_events", "max_bytes")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    offset: int
+    max_events: int
+    max_bytes: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class PlanReadResponse(_message.Message):
+    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    END_OF_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    AT_TAIL_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    offset: int
+    next_offset: int
+    events: int
+    watermark: int
+    end_of_segment: bool
+    at_tail: bool
+    successors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...

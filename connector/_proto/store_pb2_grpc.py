@@ -94,6 +94,11 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.FromString,
                 _registered_method=True)
+        self.PlanRead = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/PlanRead',
+                request_serializer=connector_dot___proto_dot_store__pb2.PlanReadRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.PlanReadResponse.FromString,
+                _registered_method=True)
 
 
 class SegmentStoreServicer(object):
@@ -177,6 +182,14 @@ class SegmentStoreServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlanRead(self, request, context):
+        """Where a read of whole events from an offset would stop under a budget of
+        events and bytes, without the data: a lookup in the segment's index.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SegmentStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +247,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.CompareAndSetState,
                     request_deserializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.SerializeToString,
+            ),
+            'PlanRead': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanRead,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.PlanReadRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.PlanReadResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -533,6 +551,33 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/CompareAndSetState',
             connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanRead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/PlanRead',
+            connector_dot___proto_dot_store__pb2.PlanReadRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.PlanReadResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,6 +31,7 @@ from connector.errors import (
 )
 from connector.model import (
     AppendResult,
+    PlannedRead,
     ReadResult,
     SegmentDescription,
     SegmentInfo,
@@ -267,6 +268,32 @@ class StoreClient:
             data=response.data,
             watermark=response.watermark,
             end_of_segment=response.end_of_segment,
+            successors=tuple(response.successors),
+        )
+
+    def plan_read(
+        self,
+        segment: str,
+        offset: int,
+        max_events: int | None = None,
+        max_bytes: int | None = None,
+    ) -> PlannedRead:
+        """Where a read from ``offset`` under the budget would stop (None: no limit).
+
+        See :meth:`SegmentStore.plan_read`; the store counts, no event is sent.
+        """
+        request = _pb.PlanReadRequest(
+            segment=segment, offset=offset, max_events=max_events or 0, max_bytes=max_bytes or 0
+        )
+        response = self._invoke(self._stub.PlanRead, request, retry=True)
+        return PlannedRead(
+            segment=response.segment,
+            offset=response.offset,
+            next_offset=response.next_offset,
+            events=response.events,
+            watermark=response.watermark,
+            end_of_segment=response.end_of_segment,
+            at_tail=response.at_tail,
             successors=tuple(response.successors),
         )
 

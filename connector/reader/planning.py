@@ -40,8 +40,7 @@ from typing import Any, Literal
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.framing import Frame, iter_frames
-from connector.model import ReadResult, SegmentDescription, StreamDescription
+from connector.model import PlannedRead, ReadResult, SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import (
     GroupState,
@@ -52,7 +51,6 @@ from connector.reader.group_state import (
     group_watermark,
     plan_cut,
     unassigned_oldest_first,
-    watermark_after,
 )
 from connector.reader.lineage import ancestors, describe_streams, successors_of
 
@@ -419,8 +417,10 @@ def advance_within_budget(
       one is finished, whatever the budget, so event time advances on idle
       streams under a budget too.
 
-    Costs one store read per readable segment, and one more for each
-    segment read to the end of a read chunk or brought in by a finish.
+    The store counts the events (:meth:`StoreClient.plan_read`, a lookup
+    in its index): one call per readable segment, one more for each segment
+    whose share the byte budget cuts short, and one per segment brought in
+    by a finish. No event is read back.
 
     Raises:
         InvalidArgumentError: a limit is given and is not > 0.
@@ -439,7 +439,11 @@ def advance_within_budget(
 
 
 class _BudgetedPlan:
-    """The state of one :func:`advance_within_budget` call, advanced a pass at a time."""
+    """The state of one :func:`advance_within_budget` call, advanced a pass at a time.
+
+    The store plans each segment's share (:meth:`StoreClient.plan_read`, a
+    lookup in its index): no event is read back to be counted.
+    """
 
     def __init__(
         self,
@@ -454,50 +458,56 @@ class _BudgetedPlan:
         self.bytes_left = max_bytes
         self.max_bytes = max_bytes
         self.planned_any = False
-        self.seen: set[str] = set()  # segments read (or probed) in this plan
+        self.seen: set[str] = set()  # segments planned (or probed) in this plan
 
     def _budget_left(self) -> bool:
         return (self.events_left is None or self.events_left > 0) and (
             self.bytes_left is None or self.bytes_left > 0
         )
 
-    def _read(
-        self, client: StoreClient, segments: list[str]
-    ) -> dict[str, tuple[ReadResult, list[Frame], bool]]:
-        """Reads ``segments`` oldest first, each as far as the budget not yet covered allows.
+    def _plan(
+        self, client: StoreClient, segment: str, events: int | None, size: int | None
+    ) -> PlannedRead:
+        """The store's plan of ``segment`` from its cursor, never past its end cut."""
+        cursor = self.state.cursors[segment]
+        if cursor.end is not None:
+            room = max(cursor.end - cursor.offset, 1)
+            size = room if size is None else min(size, room)
+        return client.plan_read(segment, cursor.offset, events, size)
 
-        Once the reads cover the budget, the others are only probed (a
-        one-byte read) for their tail watermark or end; a segment already
-        read in this plan is not probed again. Returns (result, frames, probe).
+    def _plans(
+        self, client: StoreClient, segments: list[str]
+    ) -> dict[str, tuple[PlannedRead, bool]]:
+        """Plans ``segments`` oldest first, each as far as the budget not yet covered allows.
+
+        Once the plans cover the budget, the others are only probed (a plan
+        of one event) for their tail watermark or end; a segment already
+        planned in this call is not probed again. Returns (plan, probe).
         """
         events = self.events_left
         size = self.bytes_left
-        reads = {}
+        plans = {}
         for segment in segments:
-            cursor = self.state.cursors[segment]
             covered = (events is not None and events <= 0) or (size is not None and size <= 0)
             if covered and segment in self.seen:
                 continue
-            chunk = 1 if covered else min(READ_CHUNK_BYTES, size or READ_CHUNK_BYTES)
-            result = client.read(segment, cursor.offset, max_bytes=chunk)
-            frames = list(iter_frames(result.data, result.offset, verify=False))
-            reads[segment] = (result, frames, covered)
+            plan = self._plan(client, segment, 1 if covered else events, None if covered else size)
+            plans[segment] = (plan, covered)
             self.seen.add(segment)
             if not covered:
-                events = None if events is None else events - len(frames)
-                size = None if size is None else size - (result.next_offset - cursor.offset)
-        return reads
+                events = None if events is None else events - plan.events
+                size = None if size is None else size - (plan.next_offset - plan.offset)
+        return plans
 
     def step(self, client: StoreClient, to_read: set[str]) -> set[str]:
-        """One pass over ``to_read``; returns the segments to read in the next pass."""
+        """One pass over ``to_read``; returns the segments to plan in the next pass."""
         order = [s for s in unassigned_oldest_first(self.state, ()) if s in to_read]
         ended: dict[str, tuple[str, ...]] = {
             s: () for s in order if self.state.cursors[s].at_end_cut
         }
-        reads = self._read(client, [s for s in order if s not in ended])
+        plans = self._plans(client, [s for s in order if s not in ended])
         wants = {
-            s: 0 if probe or not frames else frames[-1].end - frames[0].offset
-            for s, (_, frames, probe) in reads.items()
+            s: 0 if probe else plan.next_offset - plan.offset for s, (plan, probe) in plans.items()
         }
         grants = (
             allocate_bytes(self.state, wants, self.bytes_left)
@@ -508,34 +518,50 @@ class _BudgetedPlan:
         watermarks: dict[str, int] = {}
         more: set[str] = set()
         for segment in order:
-            if segment not in reads:
+            if segment not in plans:
                 continue
             cursor = self.state.cursors[segment]
-            result, frames, probe = reads[segment]
-            grant = grants.get(segment, 0)
-            taken = [f for f in frames if f.end - cursor.offset <= grant]
-            if frames and not taken and not probe and not self.planned_any:
-                taken = frames[:1]  # larger than the whole budget: alone, or never
-            if self.events_left is not None:
-                taken = taken[: max(self.events_left, 0)]
-            stop = taken[-1].end if taken else cursor.offset
-            whole = stop == result.next_offset
-            watermark = watermark_after(
-                result.watermark, taken[-1].ingestion_time if taken else None, whole
-            )
+            plan, probe = plans[segment]
+            taken = plan
+            if probe:
+                taken = None
+            elif plan.next_offset - cursor.offset > grants.get(segment, 0):
+                taken = None
+                grant = grants.get(segment, 0)
+                if grant > 0:  # the grant cuts the plan short: ask for the cut
+                    cut = self._plan(client, segment, self.events_left, grant)
+                    if cut.next_offset - cursor.offset <= grant:
+                        taken = cut
+                if taken is None and not self.planned_any and plan.events:
+                    taken = self._plan(client, segment, 1, None)  # larger than the budget: alone
+            if (
+                taken is not None
+                and self.events_left is not None
+                and taken.events > max(self.events_left, 0)
+            ):
+                taken = (
+                    self._plan(client, segment, self.events_left, taken.next_offset - cursor.offset)
+                    if self.events_left > 0
+                    else None
+                )
+            count = taken.events if taken is not None else 0
+            stop = taken.next_offset if taken is not None else cursor.offset
+            if taken is not None:
+                watermarks[segment] = taken.watermark
+            elif plan.events == 0:  # at the tail: the tail's watermark holds
+                watermarks[segment] = plan.watermark
             reachable[segment] = stop
-            if watermark is not None:
-                watermarks[segment] = watermark
-            if taken:
+            if count:
                 self.planned_any = True
                 if self.events_left is not None:
-                    self.events_left -= len(taken)
+                    self.events_left -= count
                 if self.bytes_left is not None:
                     self.bytes_left -= stop - cursor.offset
-            if whole and result.end_of_segment:
-                ended[segment] = result.successors
-            elif whole and taken:
-                more.add(segment)  # read to the end of its chunk: there may be more
+            final = taken if taken is not None else plan if plan.events == 0 else None
+            if final is not None and final.end_of_segment:
+                ended[segment] = final.successors
+            elif taken is not None and count and not taken.at_tail:
+                more.add(segment)  # stopped short of the tail: there may be room for more
         for segment, offset in plan_cut(self.state, reachable).items():
             if segment in reachable:
                 watermark = watermarks.get(segment, self.state.cursors[segment].watermark)

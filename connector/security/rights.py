@@ -57,6 +57,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "AppendEvents": (Right.WRITE, "segment", "segment"),
     "ReadSegment": (Right.READ, "segment", "segment"),
     "GetSegmentInfo": (Right.READ, "segment", "segment"),
+    "PlanRead": (Right.READ, "segment", "segment"),
     "GetState": (Right.READ, "key", "state"),
     "CompareAndSetState": (Right.READ, "key", "state"),
 }

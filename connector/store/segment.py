@@ -109,17 +109,23 @@ class Segment:
             self.dirty = False
 
     def publish(
-        self, end: int, time_ms: int, sealed: bool = False, checkpoints: Sequence[int] = ()
+        self,
+        end: int,
+        time_ms: int,
+        sealed: bool = False,
+        checkpoints: Sequence[int] = (),
+        events: int | None = 0,
     ) -> None:
         """Makes data up to ``end`` and the operation at ``time_ms`` visible to readers.
 
-        ``checkpoints`` are the sparse boundaries inside the data just published.
+        ``checkpoints`` are the sparse boundaries inside the data just published,
+        ``events`` the number of events in it (None: not known).
         """
         with self.changed:
             self.boundaries.add(checkpoints)
             self.committed_end = end
             self.last_write_time = time_ms
-            self.index.record(end - 1, time_ms - 1)
+            self.index.record(end - 1, time_ms - 1, events)
             self.sealed = self.sealed or sealed
             self.changed.notify_all()
 

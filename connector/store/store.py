@@ -42,6 +42,7 @@ from connector.errors import (
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES, encode_frames
 from connector.model import (
     AppendResult,
+    PlannedRead,
     ReadResult,
     SegmentDescription,
     SegmentInfo,
@@ -58,6 +59,7 @@ from connector.store.boundaries import (
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
 from connector.store.open_files import OpenFiles
+from connector.store.read_plan import plan_read
 from connector.store.segment import Segment
 from connector.store.watermark_index import WatermarkIndex
 
@@ -456,6 +458,7 @@ class SegmentStore:
             "t": time_ms,
             "w": writer_id,
             "e": last,
+            "n": len(fresh),
         }
         if inside:
             record["b"] = inside
@@ -530,6 +533,41 @@ class SegmentStore:
             end_of_segment=end_of_segment,
             successors=target.successors if end_of_segment else (),
         )
+
+    def plan_read(
+        self,
+        segment: str,
+        offset: int,
+        max_events: int | None = None,
+        max_bytes: int | None = None,
+    ) -> PlannedRead:
+        """Where a read from ``offset`` under a budget would stop, without the data.
+
+        At most ``max_events`` events in ``max_bytes`` bytes (None: no limit);
+        see :mod:`connector.store.read_plan`.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is negative, past the end or not at
+                an event boundary; a limit is given and not > 0.
+            StoreUnavailableError: the data file could not be read.
+        """
+        target = self._segment_named(segment)
+        for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+            if limit is not None and limit <= 0:
+                msg = f"{name} must be > 0 or None, got {limit!r}"
+                raise InvalidArgumentError(msg)
+        committed_end = target.snapshot().committed_end
+        if offset < 0 or offset > committed_end:
+            msg = f"offset {offset} is outside segment {segment!r} (0 to {committed_end})"
+            raise InvalidArgumentError(msg)
+        try:
+            self._check_boundary(target, offset)
+            plan = plan_read(target, offset, max_events, max_bytes)
+        except OSError as error:
+            _log.warning("a read plan of %s failed: %s", segment, error)
+            raise domain_error(error, "the read plan", "served") from None
+        target.remember_boundary(plan.next_offset)  # where the planner reads or plans next
+        return plan
 
     def _wait_at_tail(
         self, target: Segment, offset: int, wait_ms: int, known_watermark: int | None
@@ -876,7 +914,7 @@ class SegmentStore:
             segment.committed_end = segment.pending_end = state["end"]
             segment.last_write_time = state["lw"]
             segment.pending_time = state["pt"]
-            segment.index = WatermarkIndex.restored(*state["idx"])
+            segment.index = WatermarkIndex.restored(*state["idx"], state.get("cnt"))
             segment.boundaries = SparseBoundaries(state.get("b", ()))
             segment.writer_numbers = dict(state["w"])
 
@@ -909,7 +947,12 @@ class SegmentStore:
                     record["e"], segment.writer_numbers.get(record["w"], -1)
                 )
                 _advance_pending(segment, record["end"], record["t"])
-                segment.publish(record["end"], record["t"], checkpoints=record.get("b", ()))
+                segment.publish(
+                    record["end"],
+                    record["t"],
+                    checkpoints=record.get("b", ()),
+                    events=record.get("n"),
+                )
             elif op == "tick":
                 segment = self._segment_named(record["seg"])
                 _advance_pending(segment, segment.committed_end, record["t"])
@@ -1075,6 +1118,7 @@ def _segment_state(segment: Segment) -> dict[str, Any]:
         "lw": segment.last_write_time,
         "pt": segment.pending_time,
         "idx": segment.index.entries(),
+        "cnt": segment.index.counts(),
         "b": segment.boundaries.entries(),
         "w": segment.writer_numbers,
     }

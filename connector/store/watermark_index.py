@@ -5,11 +5,17 @@ has ingestion times after ``watermark``. The entry at offset -1 holds the
 initial watermark, ``CREATION_TIME - 1``. Entries are added in offset order; a
 later entry at the same offset (an idle tick, a seal) replaces the earlier one,
 and watermarks never step back.
+
+Beside each entry the index keeps the number of events before its boundary
+(``offset + 1``), so "the boundary after N events or B bytes" is a binary
+search, not a walk over frames. Counts are unknown (None) for an index
+restored from a journal that did not record them; a planner then walks.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 
 from connector.errors import FailedPreconditionError
 
@@ -22,9 +28,14 @@ class WatermarkIndex:
     def __init__(self, creation_time: int):
         self._offsets: list[int] = [-1]
         self._watermarks: list[int] = [creation_time - 1]
+        self._counts: list[int] | None = [0]
 
-    def record(self, last_offset: int, watermark: int) -> None:
+    def record(self, last_offset: int, watermark: int, events: int | None = 0) -> None:
         """Records that data after ``last_offset`` is ingested after ``watermark``.
+
+        ``events`` is how many events the data up to ``last_offset`` added
+        since the previous entry (0 for a tick or a seal); None when not
+        known, which makes every later count unknown.
 
         Raises:
             FailedPreconditionError: when the offset or the watermark would step back.
@@ -35,11 +46,17 @@ class WatermarkIndex:
                 f"({self._offsets[-1]}, {self._watermarks[-1]})"
             )
             raise FailedPreconditionError(msg)
+        if events is None:
+            self._counts = None
         if last_offset == self._offsets[-1]:
             self._watermarks[-1] = watermark
+            if self._counts is not None:
+                self._counts[-1] += events or 0
         else:
             self._offsets.append(last_offset)
             self._watermarks.append(watermark)
+            if self._counts is not None:
+                self._counts.append(self._counts[-1] + (events or 0))
 
     def watermark_after(self, end_offset: int) -> int:
         """The watermark that holds once the data before ``end_offset`` is consumed."""
@@ -54,18 +71,64 @@ class WatermarkIndex:
         """The greatest known event boundary at or before ``offset``."""
         return self._offsets[bisect_right(self._offsets, offset - 1) - 1] + 1
 
+    def entry_index(self, boundary: int) -> int | None:
+        """The position of the entry whose boundary (``offset + 1``) is ``boundary``, or None."""
+        i = bisect_right(self._offsets, boundary - 1) - 1
+        return i if self._offsets[i] == boundary - 1 else None
+
+    def boundary_at_or_after(self, offset: int) -> int | None:
+        """The least known event boundary at or after ``offset``, or None (past the tail)."""
+        i = bisect_left(self._offsets, offset - 1)
+        return self._offsets[i] + 1 if i < len(self._offsets) else None
+
+    def furthest_within(self, boundary: int, max_events: int | None, limit: int) -> tuple[int, int]:
+        """The furthest known boundary within ``max_events`` events and byte ``limit``.
+
+        Returns that boundary, at most ``max_events`` events after ``boundary``
+        and at or before byte ``limit``, and the events between them
+        (``boundary`` itself and 0 if none is). ``boundary`` must be an
+        entry's boundary and the counts known. A binary search.
+        """
+        counts = self._counts
+        first = self.entry_index(boundary)
+        if counts is None or first is None:
+            msg = f"no event count at boundary {boundary} of this watermark index"
+            raise FailedPreconditionError(msg)
+        last = bisect_right(self._offsets, limit - 1) - 1
+        if max_events is not None:
+            last = min(last, bisect_right(counts, counts[first] + max_events) - 1)
+        last = max(last, first)
+        return self._offsets[last] + 1, counts[last] - counts[first]
+
+    @property
+    def counts_known(self) -> bool:
+        """Whether the index knows its event counts (see the module docstring)."""
+        return self._counts is not None
+
     def entries(self) -> tuple[list[int], list[int]]:
         """The entries' offsets and watermarks (copies), for a snapshot."""
         return list(self._offsets), list(self._watermarks)
 
+    def counts(self) -> list[int] | None:
+        """The entries' event counts (a copy), for a snapshot; None when unknown."""
+        return None if self._counts is None else list(self._counts)
+
     @classmethod
-    def restored(cls, offsets: list[int], watermarks: list[int]) -> WatermarkIndex:
-        """An index holding the entries :meth:`entries` gave."""
-        if not offsets or len(offsets) != len(watermarks) or offsets[0] != -1:
+    def restored(
+        cls, offsets: list[int], watermarks: list[int], counts: Sequence[int] | None = None
+    ) -> WatermarkIndex:
+        """An index holding the entries :meth:`entries` and :meth:`counts` gave."""
+        if (
+            not offsets
+            or len(offsets) != len(watermarks)
+            or offsets[0] != -1
+            or (counts is not None and len(counts) != len(offsets))
+        ):
             msg = f"a watermark index snapshot of {len(offsets)} offsets is malformed"
             raise FailedPreconditionError(msg)
         index = cls(watermarks[0] + 1)
         index._offsets, index._watermarks = list(offsets), list(watermarks)
+        index._counts = None if counts is None else list(counts)
         return index
 
     def __len__(self) -> int:

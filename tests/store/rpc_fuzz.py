@@ -265,9 +265,10 @@ class RpcFuzzer:
             key = (request.segment, request.writer_id)
             known.next_event[key] = request.first_event_number + len(request.events)
             known.offsets.setdefault(request.segment, [0]).append(response.write_offset)
-        elif rpc in ("ReadSegment", "GetSegmentInfo"):
+        elif rpc in ("ReadSegment", "GetSegmentInfo", "PlanRead"):
             offsets = known.offsets.setdefault(request.segment, [0])
-            offsets.append(response.next_offset if rpc == "ReadSegment" else response.write_offset)
+            info = rpc == "GetSegmentInfo"
+            offsets.append(response.write_offset if info else response.next_offset)
             del offsets[:-64]
         elif rpc == "CompareAndSetState":
             known.revisions[request.key] = response.current.revision
@@ -503,6 +504,15 @@ class RpcFuzzer:
             wait_ms=self.rng.choice((0, 0, 0, 1, 20, -1, -(2**31))),
             known_watermark=self.rng.choice(_I64) if has_known else 0,
             has_known_watermark=has_known,
+        )
+
+    def _PlanRead(self) -> Any:
+        segment = self._segment()
+        return pb.PlanReadRequest(
+            segment=segment,
+            offset=self._offset(segment),
+            max_events=self.rng.choice(_I64),
+            max_bytes=self.rng.choice((*_I64, 17, 1 << 20)),
         )
 
     def _GetSegmentInfo(self) -> Any:
