@@ -97,6 +97,8 @@ class SegmentStore:
             between_groups=self._compaction.maybe_compact,
         )
         self._closed = threading.Event()
+        self._parked_lock = threading.Lock()
+        self._parked = 0
         self._advancer_stop = threading.Event()
         self._advancer: threading.Thread | None = None
         if config.polling_period_ms is not None:
@@ -416,7 +418,15 @@ class SegmentStore:
             raise InvalidArgumentError(msg)
         target.check_readable(offset)
         if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
-            snapshot = target.wait_at_tail(offset, known_watermark, wait_ms / 1000, self._closed)
+            with self._parked_lock:
+                self._parked += 1
+            try:
+                snapshot = target.wait_at_tail(
+                    offset, known_watermark, wait_ms / 1000, self._closed
+                )
+            finally:
+                with self._parked_lock:
+                    self._parked -= 1
         stop = offset
         data = b""
         if offset < snapshot.committed_end:
@@ -500,6 +510,12 @@ class SegmentStore:
             msg = f"a state key prefix must be at most {limit} characters, got {quoted(prefix)}"
             raise InvalidArgumentError(msg)
         return self._catalog.state_keys(prefix)
+
+    @property
+    def parked_reads(self) -> int:
+        """How many reads wait at a segment's tail now."""
+        with self._parked_lock:
+            return self._parked
 
     @property
     def accepting_writes(self) -> bool:
