@@ -114,7 +114,8 @@ def run_sensors_on_flink(
 
     A warm-up reading (sensor ``W``, not in the result) goes first, and the
     rounds only once it is out, so the job runs and its event time is
-    established. ``pause`` lets time pass between rounds, and afterwards
+    established; each next round once the previous one's C reading is out.
+    ``pause`` lets time pass between rounds, and afterwards
     until every reading is either released or reported late (at most
     ``timeout_s`` seconds of real time for each wait). The job is cancelled on return.
 
@@ -122,6 +123,11 @@ def run_sensors_on_flink(
         TimeoutError: the job produced too little within ``timeout_s``.
     """
     run = FlinkSensorRun()
+
+    def out(reading: tuple[str, int]) -> bool:
+        _gather(run, output.rows)
+        return reading in {(s, q) for s, q, *_ in run.released} | {(s, q) for s, q, _ in run.late}
+
     with sensor_job(env, uri, stream, parallelism).execute_and_collect() as results:
         output = Collected(results)
         with StoreClient(uri) as client, EventWriter(client, stream, JsonSerializer()) as writer:
@@ -132,6 +138,9 @@ def run_sensors_on_flink(
             for seq in range(rounds):
                 run.written.extend(write_round(writer, seq, now_ms))
                 pause()
+                # One round at a time: the late sensor's reading is judged against the
+                # watermark in force when it is read, so the job must not fall rounds behind.
+                _await(output, lambda seq=seq: out(("C", seq)), f"round {seq}", pause, timeout_s)
 
         def settled() -> bool:
             _gather(run, output.rows)
