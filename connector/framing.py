@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from connector.errors import TidemarkError
@@ -29,6 +29,9 @@ __all__ = [
     "decode_columns",
     "encode_frames",
     "iter_frames",
+    "lands_on_boundary",
+    "scan_end",
+    "whole_frames",
 ]
 
 HEADER = struct.Struct("<IIq")
@@ -182,3 +185,59 @@ def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Itera
         strict=True,
     ):
         yield Frame(offset, time_ms, payload, key, end)
+
+
+# --- scanning frame headers (no payload decoded, no checksum checked) ------------
+
+#: Reads a segment's bytes between two offsets.
+ReadBytes = Callable[[int, int], bytes]
+
+
+def whole_frames(chunk: bytes) -> int:
+    """The length of the longest prefix of ``chunk`` made of whole frames (headers only read)."""
+    pos = 0
+    while len(chunk) - pos >= HEADER.size:
+        size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
+        if pos + size > len(chunk):
+            break
+        pos += size
+    return pos
+
+
+def scan_end(read: ReadBytes, offset: int, limit: int) -> int:
+    """The end of the last whole frame in ``(offset, limit]``, or of the first frame.
+
+    ``offset`` is a frame boundary; a first frame longer than ``limit - offset``
+    is returned whole (its end lies past ``limit``).
+    """
+    stop = offset + whole_frames(read(offset, limit))
+    if stop == offset:
+        header = read(offset, offset + HEADER.size)
+        stop = offset + HEADER.size + HEADER.unpack(header)[0]
+    return stop
+
+
+def lands_on_boundary(read: ReadBytes, start: int, offset: int, window: int) -> bool:
+    """Whether walking frames from the boundary ``start`` lands exactly on ``offset``.
+
+    Reads ``window`` bytes at a time and steps over a frame that crosses a
+    window's end by its header alone, so the bytes read are bounded by
+    ``offset - start`` plus one header, and by ``window`` plus one header when
+    every frame boundary between ``start`` and ``offset`` lies less than
+    ``window`` bytes after the previous known one.
+    """
+    pos = start
+    while pos < offset:
+        chunk = read(pos, min(offset, pos + window))
+        whole = whole_frames(chunk)
+        pos += whole
+        if pos >= offset:
+            break
+        # The next frame crosses the window's end: step over it by its header alone.
+        header = chunk[whole : whole + HEADER.size]
+        if len(header) < HEADER.size:
+            header = read(pos, pos + HEADER.size)
+            if len(header) < HEADER.size:
+                return False
+        pos += HEADER.size + HEADER.unpack(header)[0]
+    return pos == offset

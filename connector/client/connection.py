@@ -1,9 +1,14 @@
 """A connection to a store server: one gRPC channel and typed calls.
 
 Status codes come back as the domain errors of :mod:`connector.errors`.
-Calls that are safe to repeat (reads, descriptions, appends, which the store
-deduplicates by writer id and event number) are retried while the server is
-unreachable, up to ``retry_timeout_s``; then :class:`StoreUnavailableError`.
+Every call is retried while the server is unreachable, up to
+``retry_timeout_s``; then :class:`StoreUnavailableError`. Reads and
+descriptions are safe to repeat, and appends too (the store deduplicates them
+by writer id and event number). A change whose answer was lost (creating a
+scope or a stream, scaling, sealing, deleting, compare-and-set) may have been
+made already, so its repeat's refusal is checked against what the store holds
+(see :mod:`connector.client.repeats`): if the store holds exactly what the change
+asked for, the change succeeded.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import grpc
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS, SEALED_SEGMENT_KEY, SUCCESSORS_KEY
+from connector.client.repeats import scale_made, seal_made, state_written, stream_created
 from connector.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
@@ -44,6 +50,9 @@ from connector.security.probe import probe_transport
 __all__ = ["StoreClient", "parse_uri"]
 
 _T = TypeVar("_T")
+#: Sees the outcome (an answer, or the domain error about to be raised) of a call
+#: repeated after a lost answer; returns the answer to give instead, or None.
+_OnRepeat = Callable[[Any], Any]
 
 _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
@@ -128,7 +137,13 @@ class StoreClient:
         self._call_timeout_s = call_timeout_s
         self._closed = False
 
-    def _invoke(self, call: Callable[..., _T], request: Any, retry: bool, wait_s: float = 0) -> _T:
+    def _invoke(
+        self,
+        call: Callable[..., _T],
+        request: Any,
+        wait_s: float = 0,
+        on_repeat: _OnRepeat | None = None,
+    ) -> _T:
         deadline = time.monotonic() + self._retry_timeout_s
         reconnecting = False
         while True:
@@ -139,22 +154,29 @@ class StoreClient:
                 # moment the server is back, not after a sleep.
                 timeout = min(timeout, max(deadline - time.monotonic(), 0.01) + wait_s)
             try:
-                return call(
+                answer = call(
                     request,
                     timeout=timeout,
                     metadata=self._metadata,
                     wait_for_ready=reconnecting,
                 )
             except grpc.RpcError as error:
-                if not (retry and error.code() in _RETRYABLE) or time.monotonic() >= deadline:
-                    if reconnecting and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                        msg = (
-                            f"the store at {parse_uri(self.uri)!r} could not be reached "
-                            f"within {self._retry_timeout_s} s"
-                        )
-                        raise self._explained(StoreUnavailableError(msg)) from None
-                    raise self._explained(_domain_error(error)) from None
-            reconnecting = True
+                if error.code() in _RETRYABLE and time.monotonic() < deadline:
+                    reconnecting = True
+                    continue
+                if reconnecting and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    msg = (
+                        f"the store at {parse_uri(self.uri)!r} could not be reached "
+                        f"within {self._retry_timeout_s} s"
+                    )
+                    raise self._explained(StoreUnavailableError(msg)) from None
+                failure = self._explained(_domain_error(error))
+                settled = on_repeat(failure) if reconnecting and on_repeat else None
+                if settled is None:
+                    raise failure from None
+                return settled
+            settled = on_repeat(answer) if reconnecting and on_repeat else None
+            return answer if settled is None else settled
 
     def _explained(self, error: TidemarkError) -> TidemarkError:
         """``error``, with a hint when the store could not be reached over the wrong transport."""
@@ -178,40 +200,87 @@ class StoreClient:
     # --- streams --------------------------------------------------------------
 
     def create_scope(self, scope: str) -> None:
-        """Creates a scope; AlreadyExistsError when it exists."""
-        self._invoke(self._stub.CreateScope, _pb.CreateScopeRequest(scope=scope), retry=False)
+        """Creates a scope; AlreadyExistsError when it exists (not when a lost answer made it)."""
+
+        def on_repeat(outcome: Any) -> Any:
+            return _pb.CreateScopeResponse() if isinstance(outcome, AlreadyExistsError) else None
+
+        request = _pb.CreateScopeRequest(scope=scope)
+        self._invoke(self._stub.CreateScope, request, on_repeat=on_repeat)
 
     def create_stream(self, scope: str, stream: str, segment_count: int = 1) -> StreamDescription:
-        """Creates a stream of ``segment_count`` segments."""
+        """Creates a stream of ``segment_count`` segments.
+
+        AlreadyExistsError when it exists, unless a repeat after a lost answer
+        finds it exactly as this creation left it.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            if not isinstance(outcome, AlreadyExistsError):
+                return None
+            current = self._describe_message(scope, stream)
+            return current if stream_created(_stream(current), segment_count) else None
+
         request = _pb.CreateStreamRequest(scope=scope, stream=stream, segment_count=segment_count)
-        return _stream(self._invoke(self._stub.CreateStream, request, retry=False))
+        return _stream(self._invoke(self._stub.CreateStream, request, on_repeat=on_repeat))
 
     def describe_stream(self, scope: str, stream: str) -> StreamDescription:
         """Every segment of the stream."""
+        return _stream(self._describe_message(scope, stream))
+
+    def _describe_message(self, scope: str, stream: str) -> Any:
         request = _pb.DescribeStreamRequest(scope=scope, stream=stream)
-        return _stream(self._invoke(self._stub.DescribeStream, request, retry=True))
+        return self._invoke(self._stub.DescribeStream, request)
 
     def scale_stream(
         self, scope: str, stream: str, sealed_segments: Sequence[int], split_count: int = 0
     ) -> StreamDescription:
-        """Splits one segment (``split_count`` >= 2) or merges adjacent ones (0)."""
+        """Splits one segment (``split_count`` >= 2) or merges adjacent ones (0).
+
+        SegmentSealedError when a segment is sealed already, unless a repeat
+        after a lost answer finds this very scale made.
+        """
+        numbers = list(sealed_segments)
+
+        def on_repeat(outcome: Any) -> Any:
+            if not isinstance(outcome, SegmentSealedError):
+                return None
+            current = self._describe_message(scope, stream)
+            return current if scale_made(_stream(current), numbers, split_count) else None
+
         request = _pb.ScaleStreamRequest(
-            scope=scope,
-            stream=stream,
-            sealed_segments=list(sealed_segments),
-            split_count=split_count,
+            scope=scope, stream=stream, sealed_segments=numbers, split_count=split_count
         )
-        return _stream(self._invoke(self._stub.ScaleStream, request, retry=False))
+        return _stream(self._invoke(self._stub.ScaleStream, request, on_repeat=on_repeat))
 
     def seal_stream(self, scope: str, stream: str) -> StreamDescription:
-        """Seals every open segment of the stream."""
+        """Seals every open segment of the stream.
+
+        FailedPreconditionError when it is sealed already, unless that is what
+        a repeat after a lost answer finds.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            if not isinstance(outcome, FailedPreconditionError):
+                return None
+            current = self._describe_message(scope, stream)
+            return current if seal_made(_stream(current)) else None
+
         request = _pb.SealStreamRequest(scope=scope, stream=stream)
-        return _stream(self._invoke(self._stub.SealStream, request, retry=False))
+        return _stream(self._invoke(self._stub.SealStream, request, on_repeat=on_repeat))
 
     def delete_stream(self, scope: str, stream: str) -> None:
-        """Deletes a sealed stream and its data (FailedPreconditionError if not sealed)."""
+        """Deletes a sealed stream and its data (FailedPreconditionError if not sealed).
+
+        NotFoundError when there is no such stream, unless a repeat after a
+        lost answer finds it gone.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            return _pb.DeleteStreamResponse() if isinstance(outcome, NotFoundError) else None
+
         request = _pb.DeleteStreamRequest(scope=scope, stream=stream)
-        self._invoke(self._stub.DeleteStream, request, retry=False)
+        self._invoke(self._stub.DeleteStream, request, on_repeat=on_repeat)
 
     # --- segments -------------------------------------------------------------
 
@@ -234,7 +303,7 @@ class StoreClient:
             events=events,
             routing_keys=routing_keys or (),
         )
-        response = self._invoke(self._stub.AppendEvents, request, retry=True)
+        response = self._invoke(self._stub.AppendEvents, request)
         return AppendResult(
             response.write_offset, response.ingestion_time, response.appended, response.duplicates
         )
@@ -260,7 +329,7 @@ class StoreClient:
             known_watermark=known_watermark or 0,
             has_known_watermark=known_watermark is not None,
         )
-        response = self._invoke(self._stub.ReadSegment, request, retry=True, wait_s=wait_ms / 1000)
+        response = self._invoke(self._stub.ReadSegment, request, wait_s=wait_ms / 1000)
         return ReadResult(
             segment=response.segment,
             offset=response.offset,
@@ -285,7 +354,7 @@ class StoreClient:
         request = _pb.PlanReadRequest(
             segment=segment, offset=offset, max_events=max_events or 0, max_bytes=max_bytes or 0
         )
-        response = self._invoke(self._stub.PlanRead, request, retry=True)
+        response = self._invoke(self._stub.PlanRead, request)
         return PlannedRead(
             segment=response.segment,
             offset=response.offset,
@@ -299,9 +368,7 @@ class StoreClient:
 
     def segment_info(self, segment: str) -> SegmentInfo:
         """A segment's attributes."""
-        response = self._invoke(
-            self._stub.GetSegmentInfo, _pb.SegmentInfoRequest(segment=segment), retry=True
-        )
+        response = self._invoke(self._stub.GetSegmentInfo, _pb.SegmentInfoRequest(segment=segment))
         return SegmentInfo(
             segment=response.segment,
             creation_time=response.creation_time,
@@ -317,16 +384,28 @@ class StoreClient:
 
     def get_state(self, key: str) -> StateValue:
         """The value under ``key`` (revision 0: none)."""
-        return _state(self._invoke(self._stub.GetState, _pb.GetStateRequest(key=key), retry=True))
+        return _state(self._invoke(self._stub.GetState, _pb.GetStateRequest(key=key)))
 
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, StateValue]:
-        """Writes ``value`` if the revision is ``expected_revision``; returns (written, current)."""
+        """Writes ``value`` if the revision is ``expected_revision``; returns (written, current).
+
+        A repeat after a lost answer that finds ``value`` stored at
+        ``expected_revision + 1`` reports it written.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            if isinstance(outcome, TidemarkError) or outcome.written:
+                return None
+            if not state_written(_state(outcome.current), expected_revision, value):
+                return None
+            return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+
         request = _pb.CompareAndSetStateRequest(
             key=key, expected_revision=expected_revision, value=value
         )
-        response = self._invoke(self._stub.CompareAndSetState, request, retry=False)
+        response = self._invoke(self._stub.CompareAndSetState, request, on_repeat=on_repeat)
         return response.written, _state(response.current)
 
     # --- lifecycle ------------------------------------------------------------

@@ -9,21 +9,21 @@ So every append longer than :data:`STRIDE` bytes also records *checkpoints*:
 the first event boundary at least :data:`STRIDE` bytes after the previous
 known boundary (the append's start, then the previous checkpoint). Every
 boundary between two consecutive known boundaries then lies less than
-:data:`STRIDE` bytes after the first of them, and :func:`lands_on_boundary`
-decides any offset by reading at most :data:`STRIDE` bytes and one frame
-header. Checkpoints are kept in the journal with the append, so a restart
-has them without reading any data.
+:data:`STRIDE` bytes after the first of them, and
+:func:`connector.framing.lands_on_boundary` decides any offset by reading at
+most :data:`STRIDE` bytes and one frame header. Checkpoints are kept in the
+journal with the append, so a restart has them without reading any data.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
 
 from connector.framing import HEADER
 
-__all__ = ["STRIDE", "SparseBoundaries", "checkpoints", "lands_on_boundary", "whole_frames"]
+__all__ = ["STRIDE", "SparseBoundaries", "checkpoints"]
 
 #: The most bytes between a known boundary and the next checkpoint's search start.
 STRIDE = 256 * 1024
@@ -92,38 +92,3 @@ class SparseBoundaries:
 
     def __repr__(self) -> str:
         return f"SparseBoundaries(checkpoints={len(self)})"
-
-
-def whole_frames(chunk: bytes) -> int:
-    """The length of the longest prefix of ``chunk`` made of whole frames (headers only read)."""
-    pos = 0
-    while len(chunk) - pos >= HEADER.size:
-        size = HEADER.size + HEADER.unpack_from(chunk, pos)[0]
-        if pos + size > len(chunk):
-            break
-        pos += size
-    return pos
-
-
-def lands_on_boundary(read: Callable[[int, int], bytes], start: int, offset: int) -> bool:
-    """Whether walking frames from the boundary ``start`` lands exactly on ``offset``.
-
-    ``read(a, b)`` returns the segment's bytes from ``a`` to ``b``. From the
-    greatest known boundary at or before ``offset`` (see the module
-    docstring) this reads at most :data:`STRIDE` bytes and one header.
-    """
-    pos = start
-    while pos < offset:
-        chunk = read(pos, min(offset, pos + STRIDE))
-        whole = whole_frames(chunk)
-        pos += whole
-        if pos >= offset:
-            break
-        # The next frame crosses the window's end: step over it by its header alone.
-        header = chunk[whole : whole + HEADER.size]
-        if len(header) < HEADER.size:
-            header = read(pos, pos + HEADER.size)
-            if len(header) < HEADER.size:
-                return False
-        pos += HEADER.size + HEADER.unpack(header)[0]
-    return pos == offset

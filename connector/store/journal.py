@@ -134,8 +134,3 @@ class Journal:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-def _encode(record: dict[str, Any]) -> bytes:
-    body = json.dumps(record, separators=(",", ":")).encode()
-    return _HEADER.pack(len(body), zlib.crc32(body)) + body

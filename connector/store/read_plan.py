@@ -41,18 +41,14 @@ def plan_read(
     limit = end if max_bytes is None else min(end, offset + max_bytes)
     walk = _Walk(segment.read_bytes, offset)
     if offset < end:
-        with segment.changed:
-            known = segment.index.counts_known
-            boundary = segment.index.boundary_at_or_after(offset) if known else None
+        boundary = segment.counted_boundary_at_or_after(offset)
         if boundary is None or boundary > end:  # no counts: walk the whole way
             walk.run(limit, max_events)
         else:
             walk.run(min(boundary, limit), max_events)
             if walk.position == boundary and walk.position < limit:
                 left = None if max_events is None else max_events - walk.events
-                with segment.changed:
-                    stop, events = segment.index.furthest_within(boundary, left, limit)
-                    following = segment.index.boundary_at_or_after(stop + 1)
+                stop, events, following = segment.furthest_counted(boundary, left, limit)
                 if stop > walk.position:
                     walk.jump(stop, events)
                 # The partial append after it: walked to its end at most.
@@ -63,8 +59,7 @@ def plan_read(
         if walk.events == 0:  # one event larger than the budget: planned alone
             walk.run_one()
     stop = walk.position
-    with segment.changed:
-        watermark = segment.index.watermark_after(stop)
+    watermark = segment.watermark_after(stop)
     if walk.last_time is not None:
         watermark = max(watermark, walk.last_time - 1)
     end_of_segment = snapshot.sealed and stop == end

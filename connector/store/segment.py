@@ -3,8 +3,9 @@
 A segment has two views. The sequencer thread, the only writer, works on the
 *pending* fields while it prepares a group of operations; once the group is
 durable it *publishes*, and only then do readers see the new data, watermark
-or seal. Readers take ``changed`` (a condition) to read the published fields
-and wait on it at the tail.
+or seal. The published fields are guarded by the segment's own condition,
+which readers wait on at the tail. Only the segment's methods change its
+fields: the store asks, the segment keeps itself consistent.
 """
 
 from __future__ import annotations
@@ -12,16 +13,22 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from connector.errors import InvalidArgumentError
+from connector.framing import lands_on_boundary, scan_end
 from connector.model import SegmentInfo
-from connector.store.boundaries import SparseBoundaries
+from connector.store.boundaries import STRIDE, SparseBoundaries
 from connector.store.disk import write_all
 from connector.store.open_files import OpenFiles
+from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
+
+#: How many offsets handed out as a read's next offset a segment remembers.
+_REMEMBERED_BOUNDARIES = 256
 
 
 @dataclass(frozen=True)
@@ -56,25 +63,73 @@ class Segment:
         self.creation_time = creation_time
         self.predecessors = predecessors
         self.successors: tuple[str, ...] = ()
-        self.changed = threading.Condition()
-        # Published: read under `changed`.
+        self.data_path = data_path
+        # No descriptor of its own: each use borrows one from the store's cache.
+        self._files = files
+        self._changed = threading.Condition()
+        # Published: read and written under `_changed`.
         self.sealed = False
         self.committed_end = 0
         self.last_write_time = creation_time
-        self.index = WatermarkIndex(creation_time)
-        self.boundaries = SparseBoundaries()
+        self._index = WatermarkIndex(creation_time)
+        self._checkpoints = SparseBoundaries()
+        # Mid-batch offsets handed out as a read's next offset: known event boundaries,
+        # so a sequential reader's next read is not checked by rescanning its batch.
+        self._read_boundaries: collections.OrderedDict[int, None] = collections.OrderedDict()
         # Pending: the sequencer's own view.
         self.pending_end = 0
         self.pending_time = creation_time
         self.pending_sealed = False
-        self.writer_numbers: dict[str, int] = {}
-        self.data_path = data_path
-        # No descriptor of its own: each use borrows one from the store's cache.
-        self._files = files
-        self.dirty = False
-        # Mid-batch offsets handed out as a read's next offset: known event boundaries,
-        # so a sequential reader's next read is not checked by rescanning its batch.
-        self.read_boundaries: collections.OrderedDict[int, None] = collections.OrderedDict()
+        self._writer_numbers: dict[str, int] = {}
+
+    @classmethod
+    def restored(cls, state: SegmentState, name: str, data_path: str, files: OpenFiles) -> Segment:
+        """The segment a compacted journal's :class:`SegmentState` describes."""
+        segment = cls(
+            name=name,
+            number=state.number,
+            key_low=state.key_low,
+            key_high=state.key_high,
+            epoch=state.epoch,
+            creation_time=state.creation_time,
+            predecessors=state.predecessors,
+            data_path=data_path,
+            files=files,
+        )
+        segment.successors = state.successors
+        segment.sealed = segment.pending_sealed = state.sealed
+        segment.committed_end = segment.pending_end = state.end
+        segment.last_write_time = state.last_write_time
+        segment.pending_time = state.pending_time
+        segment._index = WatermarkIndex.restored(
+            list(state.index_offsets), list(state.index_watermarks), state.index_counts
+        )
+        segment._checkpoints = SparseBoundaries(state.checkpoints)
+        segment._writer_numbers = dict(state.writer_numbers)
+        return segment
+
+    def state(self) -> SegmentState:
+        """The segment's durable state, for a compacted journal (between groups only)."""
+        offsets, watermarks = self._index.entries()
+        counts = self._index.counts()
+        return SegmentState(
+            number=self.number,
+            key_low=self.key_low,
+            key_high=self.key_high,
+            epoch=self.epoch,
+            creation_time=self.creation_time,
+            predecessors=self.predecessors,
+            successors=self.successors,
+            sealed=self.sealed,
+            end=self.committed_end,
+            last_write_time=self.last_write_time,
+            pending_time=self.pending_time,
+            index_offsets=tuple(offsets),
+            index_watermarks=tuple(watermarks),
+            index_counts=None if counts is None else tuple(counts),
+            checkpoints=tuple(self._checkpoints.entries()),
+            writer_numbers=dict(self._writer_numbers),
+        )
 
     # --- the sequencer's side -------------------------------------------------
 
@@ -83,32 +138,94 @@ class Segment:
         self.pending_time = max(now_ms, self.pending_time + 1)
         return self.pending_time
 
-    def write(self, frames: bytes) -> int:
-        """Appends framed events to the data file (not yet durable); returns the new end.
+    def expected_event_number(self, writer_id: str) -> int:
+        """The number of the next event ``writer_id`` may append here (0 for a new writer)."""
+        return self._writer_numbers.get(writer_id, -1) + 1
 
-        All of ``frames`` or nothing: on a failed or short write the file is cut
-        back and the ``OSError`` raised, and the pending end does not move.
+    def stage_append(
+        self, frames: bytes, writer_id: str, last_event_number: int
+    ) -> tuple[int, Callable[[], None]]:
+        """Writes framed events to the data file (not yet durable).
+
+        Returns the new pending end and the step that takes the append back
+        should its group fail to commit. All of ``frames`` or nothing: on a
+        failed or short write the file is cut back, the ``OSError`` raised and
+        nothing pending moves.
         """
+        previous_end = self.pending_end
+        previous_number = self._writer_numbers.get(writer_id)
         with self._files.borrow(self.data_path, writable=True) as fd:
-            write_all(fd, frames, self.pending_end)
+            write_all(fd, frames, previous_end)
         self.pending_end += len(frames)
-        self.dirty = True
-        return self.pending_end
+        self._writer_numbers[writer_id] = last_event_number
 
-    def roll_back(self, end: int) -> None:
-        """Forgets pending data after ``end`` (a group that failed to commit): cuts the file."""
-        if self.pending_end > end:
-            os.truncate(self.data_path, end)
-        self.pending_end = end
+        def undo() -> None:
+            if self.pending_end > previous_end:
+                os.truncate(self.data_path, previous_end)
+            self.pending_end = previous_end
+            if previous_number is None:
+                self._writer_numbers.pop(writer_id, None)
+            else:
+                self._writer_numbers[writer_id] = previous_number
+
+        return self.pending_end, undo
+
+    def begin_seal(self) -> Callable[[], None]:
+        """Refuses further appends from now on; returns the step that takes it back."""
+        self.pending_sealed = True
+
+        def undo() -> None:
+            self.pending_sealed = False
+
+        return undo
 
     def sync(self) -> None:
         """Makes the written data durable."""
-        if self.dirty:
-            with self._files.borrow(self.data_path, writable=True) as fd:
-                os.fdatasync(fd)
-            self.dirty = False
+        with self._files.borrow(self.data_path, writable=True) as fd:
+            os.fdatasync(fd)
 
-    def publish(
+    # --- applying durable records (live, and at recovery) ---------------------
+
+    def apply_commit(
+        self,
+        writer_id: str,
+        last_event_number: int,
+        end: int,
+        time_ms: int,
+        checkpoints: Sequence[int],
+        events: int | None,
+    ) -> None:
+        """Publishes an append of ``events`` events: data up to ``end``, ingested at ``time_ms``.
+
+        ``events`` None (a journal that did not count them) leaves the
+        watermark index's event counts unknown from here on.
+        """
+        self._writer_numbers[writer_id] = max(
+            last_event_number, self._writer_numbers.get(writer_id, -1)
+        )
+        self._catch_up(end, time_ms)
+        self._publish(end, time_ms, checkpoints=checkpoints, events=events)
+
+    def apply_tick(self, time_ms: int) -> None:
+        """Publishes an idle tick: the tail's watermark moves to ``time_ms - 1``."""
+        self._catch_up(self.committed_end, time_ms)
+        self._publish(self.committed_end, time_ms)
+
+    def seal(self, time_ms: int, successors: tuple[str, ...] | None = None) -> None:
+        """Publishes the seal at ``time_ms`` (and the successors, after a scale)."""
+        if successors is not None:
+            self.successors = successors
+        self.pending_sealed = True
+        self._catch_up(self.committed_end, time_ms)
+        self._publish(self.committed_end, time_ms, sealed=True)
+        self._files.forget(self.data_path, writable=True)
+
+    def _catch_up(self, end: int, time_ms: int) -> None:
+        """Brings the sequencer's view up to a record (a no-op live, needed at recovery)."""
+        self.pending_end = max(self.pending_end, end)
+        self.pending_time = max(self.pending_time, time_ms)
+
+    def _publish(
         self,
         end: int,
         time_ms: int,
@@ -116,18 +233,15 @@ class Segment:
         checkpoints: Sequence[int] = (),
         events: int | None = 0,
     ) -> None:
-        """Makes data up to ``end`` and the operation at ``time_ms`` visible to readers.
-
-        ``checkpoints`` are the sparse boundaries inside the data just published,
-        ``events`` the number of events in it (None: not known).
-        """
-        with self.changed:
-            self.boundaries.add(checkpoints)
+        with self._changed:
+            self._checkpoints.add(checkpoints)
             self.committed_end = end
             self.last_write_time = time_ms
-            self.index.record(end - 1, time_ms - 1, events)
+            self._index.record(end - 1, time_ms - 1, events)
             self.sealed = self.sealed or sealed
-            self.changed.notify_all()
+            self._changed.notify_all()
+
+    # --- recovery ---------------------------------------------------------------
 
     def truncate_to(self, end: int) -> None:
         """Cuts the data file to ``end`` (recovery: drops an unacknowledged tail)."""
@@ -146,44 +260,132 @@ class Segment:
 
     def snapshot(self) -> SegmentSnapshot:
         """The published end, tail watermark and seal, read consistently."""
-        with self.changed:
-            return SegmentSnapshot(self.committed_end, self.index.latest, self.sealed)
+        with self._changed:
+            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
+
+    def watermark_after(self, end_offset: int) -> int:
+        """The watermark that holds once the data before ``end_offset`` is consumed."""
+        with self._changed:
+            return self._index.watermark_after(end_offset)
+
+    def counted_boundary_at_or_after(self, offset: int) -> int | None:
+        """The least indexed boundary at or after ``offset`` whose event count is known.
+
+        None when the index knows no counts (a journal that did not keep them)
+        or no boundary lies at or after ``offset``.
+        """
+        with self._changed:
+            if not self._index.counts_known:
+                return None
+            return self._index.boundary_at_or_after(offset)
+
+    def furthest_counted(
+        self, boundary: int, max_events: int | None, limit: int
+    ) -> tuple[int, int, int | None]:
+        """The furthest indexed boundary within ``max_events`` events of ``boundary`` and ``limit``.
+
+        Returns that boundary, the events between, and the next indexed
+        boundary after it (None at the tail); see
+        :meth:`WatermarkIndex.furthest_within`. A binary search.
+        """
+        with self._changed:
+            stop, events = self._index.furthest_within(boundary, max_events, limit)
+            return stop, events, self._index.boundary_at_or_after(stop + 1)
+
+    def remember_boundary(self, offset: int) -> None:
+        """Records ``offset`` as an event boundary handed out, keeping the most recent."""
+        with self._changed:
+            self._read_boundaries[offset] = None
+            self._read_boundaries.move_to_end(offset)
+            while len(self._read_boundaries) > _REMEMBERED_BOUNDARIES:
+                self._read_boundaries.popitem(last=False)
+
+    def wait_at_tail(
+        self,
+        offset: int,
+        known_watermark: int | None,
+        timeout_s: float,
+        stopping: threading.Event,
+    ) -> SegmentSnapshot:
+        """Waits up to ``timeout_s`` for data past ``offset``, a seal or a higher watermark.
+
+        ``known_watermark`` defaults to the watermark at ``offset``; the wait
+        also ends once ``stopping`` is set and :meth:`wake_readers` is called.
+        """
+        with self._changed:
+            known = (
+                self._index.watermark_after(offset) if known_watermark is None else known_watermark
+            )
+            self._changed.wait_for(
+                lambda: (
+                    self.committed_end > offset
+                    or self._index.latest > known
+                    or self.sealed
+                    or stopping.is_set()
+                ),
+                timeout=timeout_s,
+            )
+            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
+
+    def waiting_readers(self) -> int:
+        """How many reads wait at the tail now."""
+        with self._changed:
+            return len(self._changed._waiters)  # type: ignore[attr-defined]  # noqa: SLF001
+
+    def wake_readers(self) -> None:
+        """Ends every wait at the tail (the segment is going away or the store closing)."""
+        with self._changed:
+            self._changed.notify_all()
 
     def read_bytes(self, start: int, stop: int) -> bytes:
         """Reads the data file between two offsets."""
         with self._files.borrow(self.data_path) as fd:
             return os.pread(fd, stop - start, start)
 
+    def read_stop(self, offset: int, limit: int) -> int:
+        """The last event boundary in ``(offset, limit]``, or the end of the first event.
+
+        ``offset`` is an event boundary at or below the published end.
+        """
+        with self._changed:
+            stop = self._index.boundary_at_or_before(limit)
+        if stop > offset:
+            return stop
+        stop = scan_end(self.read_bytes, offset, limit)
+        self.remember_boundary(stop)
+        return stop
+
+    def check_boundary(self, offset: int) -> None:
+        """Refuses an offset inside an event; reads a bounded window (see boundaries.py).
+
+        Raises:
+            InvalidArgumentError: ``offset`` is not at an event boundary.
+        """
+        with self._changed:
+            if offset in self._read_boundaries:
+                return
+            start = max(
+                self._index.boundary_at_or_before(offset), self._checkpoints.at_or_before(offset)
+            )
+        if start == offset:
+            return
+        if not lands_on_boundary(self.read_bytes, start, offset, STRIDE):
+            msg = f"offset {offset} is not at an event boundary of segment {self.name!r}"
+            raise InvalidArgumentError(msg)
+
     def info(self) -> SegmentInfo:
         """The segment's published attributes."""
-        with self.changed:
+        with self._changed:
             return SegmentInfo(
                 segment=self.name,
                 creation_time=self.creation_time,
                 last_write_time=self.last_write_time,
                 write_offset=self.committed_end,
                 sealed=self.sealed,
-                watermark=self.index.latest,
+                watermark=self._index.latest,
                 key_low=self.key_low,
                 key_high=self.key_high,
             )
-
-    def remember_boundary(self, offset: int, limit: int = 256) -> None:
-        """Records ``offset`` as an event boundary, keeping the ``limit`` most recent."""
-        with self.changed:
-            self.read_boundaries[offset] = None
-            self.read_boundaries.move_to_end(offset)
-            while len(self.read_boundaries) > limit:
-                self.read_boundaries.popitem(last=False)
-
-    def is_known_boundary(self, offset: int) -> bool:
-        """Whether ``offset`` was handed out as a boundary recently."""
-        with self.changed:
-            return offset in self.read_boundaries
-
-    def release_writer(self) -> None:
-        """Closes the data file's idle write descriptor (the segment is sealed)."""
-        self._files.forget(self.data_path, writable=True)
 
     def close(self) -> None:
         """Closes the segment's idle descriptors; closing twice is harmless."""

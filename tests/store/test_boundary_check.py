@@ -9,9 +9,9 @@ import pytest
 
 from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
-from connector.framing import HEADER, encode_frames, iter_frames
+from connector.framing import HEADER, encode_frames, iter_frames, lands_on_boundary
 from connector.store import SegmentStore, StoreConfig
-from connector.store.boundaries import STRIDE, checkpoints, lands_on_boundary
+from connector.store.boundaries import STRIDE, checkpoints
 from connector.store.segment import Segment
 
 EVENT = 200
@@ -99,4 +99,5 @@ def test_the_walk_from_a_boundary_decides_every_offset_of_a_small_segment():
     def read(start: int, stop: int) -> bytes:
         return data[start:stop]
 
-    assert [o for o in range(len(data) + 1) if lands_on_boundary(read, 0, o)] == sorted(ends)
+    landed = [o for o in range(len(data) + 1) if lands_on_boundary(read, 0, o, STRIDE)]
+    assert landed == sorted(ends)

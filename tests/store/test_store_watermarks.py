@@ -45,7 +45,7 @@ def _tail(client: StoreClient, segment: str) -> ReadResult:
 
 def _parked_readers(server: StoreServer, segment: str) -> int:
     """How many reads wait at the tail of ``segment`` (the store's condition's waiters)."""
-    return len(server.store._segment_named(segment).changed._waiters)  # noqa: SLF001
+    return server.store._segment_named(segment).waiting_readers()  # noqa: SLF001
 
 
 @pytest.fixture

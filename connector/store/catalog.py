@@ -1,0 +1,303 @@
+"""The store's in-memory state: scopes, streams and their segments, small state values.
+
+The catalog changes only by applying durable journal records
+(:meth:`Catalog.apply`), live on the sequencer's thread and at recovery, so the
+state after a restart is the state before it. :meth:`Catalog.snapshot` gives
+the same state back as the fewest records (for compaction).
+
+Lock order: the catalog's lock before a segment's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from connector.errors import NotFoundError, ResourceExhaustedError
+from connector.model import SegmentDescription, StreamDescription
+from connector.names import SegmentId, validate_name
+from connector.store.open_files import OpenFiles
+from connector.store.records import (
+    Committed,
+    Record,
+    ScopeCreated,
+    StateSet,
+    StreamCreated,
+    StreamDeleted,
+    StreamScaled,
+    StreamSealed,
+    StreamState,
+    Ticked,
+)
+from connector.store.segment import Segment
+
+__all__ = ["Catalog", "StreamEntry"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamEntry:
+    """A stream: its epoch, its seal and its segments by number."""
+
+    scope: str
+    stream: str
+    epoch: int = 0
+    sealed: bool = False
+    segments: dict[int, Segment] = field(default_factory=dict)
+
+    def describe(self) -> StreamDescription:
+        """Every segment of the stream, with ranges, epochs and lineage."""
+        return StreamDescription(
+            scope=self.scope,
+            stream=self.stream,
+            epoch=self.epoch,
+            sealed=self.sealed,
+            segments=tuple(
+                SegmentDescription(
+                    segment=s.name,
+                    key_low=s.key_low,
+                    key_high=s.key_high,
+                    epoch=s.epoch,
+                    sealed=s.sealed,
+                    creation_time=s.creation_time,
+                    predecessors=s.predecessors,
+                    successors=s.successors,
+                )
+                for s in sorted(self.segments.values(), key=lambda s: s.number)
+            ),
+        )
+
+    def state(self) -> StreamState:
+        """The stream's durable state, for a compacted journal."""
+        segments = tuple(s.state() for s in self.segments.values())
+        return StreamState(self.scope, self.stream, self.epoch, self.sealed, segments)
+
+
+class Catalog:
+    """Scopes, streams, segments and state values of one data dir; thread-safe to look up.
+
+    Args:
+        data_dir: where the segments' data files live (``segments/SCOPE/STREAM/N.events``).
+        files: the store's cache of open data-file descriptors.
+        max_segments: how many segments :meth:`check_room` lets the store hold.
+    """
+
+    def __init__(self, data_dir: str, files: OpenFiles, max_segments: int):
+        self._data_dir = data_dir
+        self._files = files
+        self._max_segments = max_segments
+        self._lock = threading.RLock()
+        self._scopes: set[str] = set()
+        self._streams: dict[tuple[str, str], StreamEntry] = {}
+        # Every live segment by its one spelling: a lookup without parsing (replay does many).
+        self._segments: dict[str, Segment] = {}
+        self._states: dict[str, tuple[bytes, int]] = {}
+        #: True while replaying the journal: a deletion then leaves files alone.
+        self.recovering = False
+
+    # --- lookups ------------------------------------------------------------------
+
+    def has_scope(self, scope: str) -> bool:
+        """Whether the scope exists."""
+        with self._lock:
+            return scope in self._scopes
+
+    def has_stream(self, scope: str, stream: str) -> bool:
+        """Whether the stream exists."""
+        with self._lock:
+            return (scope, stream) in self._streams
+
+    def scopes(self) -> list[str]:
+        """Every scope, sorted."""
+        with self._lock:
+            return sorted(self._scopes)
+
+    def stream_ids(self) -> list[tuple[str, str]]:
+        """Every stream's (scope, stream), sorted."""
+        with self._lock:
+            return sorted(self._streams)
+
+    def stream(self, scope: str, stream: str) -> StreamEntry:
+        """The stream, or NotFoundError; a bad name is refused as such, quoted short."""
+        validate_name("scope", scope)
+        validate_name("stream", stream)
+        with self._lock:
+            found = self._streams.get((scope, stream))
+        if found is None:
+            msg = f"stream {scope}/{stream} does not exist"
+            raise NotFoundError(msg)
+        return found
+
+    def segment_of(self, stream: StreamEntry, number: int) -> Segment:
+        """The stream's segment ``number``, or NotFoundError."""
+        found = stream.segments.get(number)
+        if found is None:
+            msg = f"segment {stream.scope}/{stream.stream}/{number} does not exist"
+            raise NotFoundError(msg)
+        return found
+
+    def segment_named(self, name: str) -> Segment:
+        """The segment ``"scope/stream/N"``; NotFoundError, or InvalidArgumentError if malformed."""
+        with self._lock:
+            found = self._segments.get(name)
+        if found is not None:
+            return found
+        parsed = SegmentId.parse(name)  # says what is wrong with the name, or which part is missing
+        return self.segment_of(self.stream(parsed.scope, parsed.stream), parsed.number)
+
+    def segments(self) -> list[Segment]:
+        """Every segment of every stream."""
+        with self._lock:
+            return list(self._segments.values())
+
+    def streams(self) -> Iterator[StreamEntry]:
+        """Every stream (a copy of the list)."""
+        with self._lock:
+            return iter(list(self._streams.values()))
+
+    def state(self, key: str) -> tuple[bytes, int]:
+        """The value and revision stored under ``key``; revision 0 when there is none."""
+        with self._lock:
+            return self._states.get(key, (b"", 0))
+
+    def check_room(self, new_segments: int) -> None:
+        """Refuses a change that would take the store past its segment limit."""
+        limit = self._max_segments
+        if len(self._segments) + new_segments > limit:
+            msg = (
+                f"the store holds {len(self._segments)} segments and its limit is {limit}: "
+                f"{new_segments} more do not fit"
+            )
+            raise ResourceExhaustedError(msg)
+
+    def __len__(self) -> int:
+        """How many streams there are."""
+        return len(self._streams)
+
+    # --- applying records ---------------------------------------------------------
+
+    def apply(self, record: Record) -> None:
+        """Applies one durable record (on the sequencer's thread, or at recovery)."""
+        with self._lock:
+            match record:
+                case ScopeCreated(scope):
+                    self._scopes.add(scope)
+                case StreamCreated(scope, stream, time_ms, ranges):
+                    entry = StreamEntry(scope, stream)
+                    self._streams[(scope, stream)] = entry
+                    for r in ranges:
+                        self._add_segment(entry, r.number, r.low, r.high, time_ms, ())
+                case StreamScaled():
+                    self._apply_scale(record)
+                case StreamSealed(scope, stream, sealed):
+                    entry = self._streams[(scope, stream)]
+                    entry.sealed = True
+                    for sealing in sealed:
+                        entry.segments[sealing.number].seal(sealing.time_ms)
+                case StreamDeleted():
+                    self._apply_delete(record)
+                case Committed(segment, end, time_ms, writer_id, last, checkpoints, events):
+                    self.segment_named(segment).apply_commit(
+                        writer_id, last, end, time_ms, checkpoints, events
+                    )
+                case Ticked(segment, time_ms):
+                    self.segment_named(segment).apply_tick(time_ms)
+                case StateSet(key, value, revision):
+                    self._states[key] = (value, revision)
+                case StreamState():
+                    self._apply_stream_state(record)
+
+    def snapshot(self) -> list[Record]:
+        """The live state as the fewest records: scopes, streams with their segments, states."""
+        with self._lock:
+            records: list[Record] = [ScopeCreated(s) for s in sorted(self._scopes)]
+            records.extend(entry.state() for entry in self._streams.values())
+            records.extend(
+                StateSet(key, value, revision)
+                for key, (value, revision) in sorted(self._states.items())
+            )
+            return records
+
+    def _apply_scale(self, record: StreamScaled) -> None:
+        entry = self._streams[(record.scope, record.stream)]
+        entry.epoch += 1
+        predecessors = tuple(entry.segments[s.number].name for s in record.sealed)
+        created = [
+            self._add_segment(entry, r.number, r.low, r.high, record.time_ms, predecessors)
+            for r in record.created
+        ]
+        successors = tuple(s.name for s in created)
+        for sealing in record.sealed:
+            entry.segments[sealing.number].seal(sealing.time_ms, successors)
+
+    def _apply_delete(self, record: StreamDeleted) -> None:
+        removed = self._streams.pop((record.scope, record.stream))
+        for segment in removed.segments.values():
+            del self._segments[segment.name]
+            segment.wake_readers()
+            segment.close()
+        if self.recovering:
+            # A stream of the same name may have been created since: its files are live.
+            return
+        folder = self._stream_folder(removed.scope, removed.stream)
+        try:
+            shutil.rmtree(folder)
+        except OSError as error:  # the deletion is durable; the files are only garbage now
+            _log.warning("the data files of %s/%s stay: %s", removed.scope, removed.stream, error)
+
+    def _apply_stream_state(self, record: StreamState) -> None:
+        entry = StreamEntry(record.scope, record.stream, record.epoch, record.sealed)
+        self._streams[(entry.scope, entry.stream)] = entry
+        folder = self._make_folder(entry)
+        for state in record.segments:
+            segment = Segment.restored(
+                state,
+                name=self._segment_name(entry, state.number),
+                data_path=os.path.join(folder, f"{state.number}.events"),
+                files=self._files,
+            )
+            self._place(entry, segment)
+
+    def _add_segment(
+        self,
+        entry: StreamEntry,
+        number: int,
+        low: float,
+        high: float,
+        creation_time: int,
+        predecessors: tuple[str, ...],
+    ) -> Segment:
+        segment = Segment(
+            name=self._segment_name(entry, number),
+            number=number,
+            key_low=low,
+            key_high=high,
+            epoch=entry.epoch,
+            creation_time=creation_time,
+            predecessors=predecessors,
+            data_path=os.path.join(self._make_folder(entry), f"{number}.events"),
+            files=self._files,
+        )
+        self._place(entry, segment)
+        return segment
+
+    def _place(self, entry: StreamEntry, segment: Segment) -> None:
+        entry.segments[segment.number] = segment
+        self._segments[segment.name] = segment
+
+    def _make_folder(self, entry: StreamEntry) -> str:
+        folder = self._stream_folder(entry.scope, entry.stream)
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+    def _stream_folder(self, scope: str, stream: str) -> str:
+        return os.path.join(self._data_dir, "segments", scope, stream)
+
+    @staticmethod
+    def _segment_name(entry: StreamEntry, number: int) -> str:
+        return str(SegmentId(entry.scope, entry.stream, number))

@@ -1,0 +1,78 @@
+"""Opening a data dir: replaying the journal into a catalog and checking the data files.
+
+A data file may hold more than its segment's journal committed (an append
+whose group never became durable): the extra bytes were never acknowledged
+and are cut. It may never hold less: that would mean acknowledged data lost,
+and the store refuses to start rather than serve a gap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from connector.errors import FailedPreconditionError, InvalidArgumentError, quoted
+from connector.store.catalog import Catalog
+from connector.store.journal import Journal
+from connector.store.records import decode
+
+__all__ = ["open_journal", "recover"]
+
+_log = logging.getLogger(__name__)
+
+
+def open_journal(data_dir: str) -> Journal:
+    """The data dir's journal, the dir made if need be; a dir that cannot be used is refused.
+
+    Raises:
+        InvalidArgumentError: ``data_dir`` is a file, on a read-only file
+            system, not writable or otherwise unusable (one line, no traceback).
+    """
+    try:
+        os.makedirs(os.path.join(data_dir, "segments"), exist_ok=True)
+        return Journal(os.path.join(data_dir, "journal.log"))
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        msg = f"data dir {quoted(data_dir)} cannot be used: {reason}"
+        raise InvalidArgumentError(msg) from None
+
+
+def recover(catalog: Catalog, journal: Journal) -> int:
+    """Applies every journal record to ``catalog`` and squares the data files with it.
+
+    Returns how many records were replayed.
+
+    Raises:
+        FailedPreconditionError: a data file holds less than was committed, or
+            the journal holds a record of an unknown kind.
+    """
+    records = 0
+    catalog.recovering = True
+    try:
+        for encoded in journal.replay():
+            catalog.apply(decode(encoded))
+            records += 1
+    finally:
+        catalog.recovering = False
+    for segment in catalog.segments():
+        size = segment.data_size()
+        if size < segment.committed_end:
+            msg = (
+                f"segment {segment.name!r} has {size} bytes of data but "
+                f"{segment.committed_end} were committed"
+            )
+            raise FailedPreconditionError(msg)
+        if size > segment.committed_end:
+            _log.warning(
+                "segment %s: cutting %d unacknowledged bytes",
+                segment.name,
+                size - segment.committed_end,
+            )
+            segment.truncate_to(segment.committed_end)
+    _log.info(
+        "recovered %d journal records: %d scopes, %d streams",
+        records,
+        len(catalog.scopes()),
+        len(catalog),
+    )
+    return records
