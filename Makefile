@@ -1,7 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each engine has its own environment, built on first use (Python 3.11):
 #   .venv-spark  the core, PySpark and the dev tools   (make demo, make lint, make bench)
-#   .venv-flink  the core, PyFlink, the dev tools and grpcio-tools (make proto)
+#   .venv-flink  the core, PyFlink, the dev tools and grpcio-tools (make demo-flink, make proto)
 # The two cannot be one: apache-flink 2.3 caps grpcio, protobuf, pyarrow,
 # numpy and pandas below what PySpark 4.2+ needs.
 PYTHON ?= python3
@@ -20,7 +20,7 @@ SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
 FLINK_TESTS := --ignore=tests/spark
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-spark test-flink lint bench proto java clean
+.PHONY: demo demo-flink test test-spark test-flink lint bench proto java clean
 
 $(SPARK_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(SPARK_VENV)
@@ -41,6 +41,10 @@ java:
 
 demo: $(SPARK_STAMP) java
 	$(SPARK_PY) -m examples.spark_event_time
+
+# The same sensor demo on Flink (a local mini-cluster); builds only the Flink environment.
+demo-flink: $(FLINK_STAMP) java
+	$(FLINK_PY) -m examples.flink_event_time
 
 # pytest exits 5 when it collected nothing; that fails here like any other non-zero exit.
 test: test-spark test-flink

@@ -246,6 +246,17 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             successors=plan.successors,
         )
 
+    def ListScopes(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        return _pb.ListScopesResponse(scopes=_call(context, self._store.scopes))
+
+    def ListStreams(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        streams = _call(context, lambda: self._store.list_streams(request.scope))
+        return _pb.ListStreamsResponse(streams=streams)
+
+    def ListStateKeys(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        keys = _call(context, lambda: self._store.state_keys(request.prefix))
+        return _pb.ListStateKeysResponse(keys=keys)
+
     def GetSegmentInfo(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
         info = _call(context, lambda: self._store.segment_info(request.segment))
         return _pb.SegmentInfo(

@@ -99,6 +99,21 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.PlanReadRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.PlanReadResponse.FromString,
                 _registered_method=True)
+        self.ListScopes = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/ListScopes',
+                request_serializer=connector_dot___proto_dot_store__pb2.ListScopesRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.ListScopesResponse.FromString,
+                _registered_method=True)
+        self.ListStreams = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/ListStreams',
+                request_serializer=connector_dot___proto_dot_store__pb2.ListStreamsRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.ListStreamsResponse.FromString,
+                _registered_method=True)
+        self.ListStateKeys = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/ListStateKeys',
+                request_serializer=connector_dot___proto_dot_store__pb2.ListStateKeysRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.ListStateKeysResponse.FromString,
+                _registered_method=True)
 
 
 class SegmentStoreServicer(object):
@@ -190,6 +205,28 @@ class SegmentStoreServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListScopes(self, request, context):
+        """Every scope, sorted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListStreams(self, request, context):
+        """Every stream of a scope, sorted (sealed ones too). NOT_FOUND if no such scope.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListStateKeys(self, request, context):
+        """The state keys starting with `prefix`, sorted (a scope's reader groups:
+        "readergroup/<scope>/").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SegmentStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -252,6 +289,21 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.PlanRead,
                     request_deserializer=connector_dot___proto_dot_store__pb2.PlanReadRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.PlanReadResponse.SerializeToString,
+            ),
+            'ListScopes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListScopes,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.ListScopesRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.ListScopesResponse.SerializeToString,
+            ),
+            'ListStreams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStreams,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.ListStreamsRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.ListStreamsResponse.SerializeToString,
+            ),
+            'ListStateKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStateKeys,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.ListStateKeysRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.ListStateKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -578,6 +630,87 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/PlanRead',
             connector_dot___proto_dot_store__pb2.PlanReadRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.PlanReadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListScopes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/ListScopes',
+            connector_dot___proto_dot_store__pb2.ListScopesRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.ListScopesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStreams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/ListStreams',
+            connector_dot___proto_dot_store__pb2.ListStreamsRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.ListStreamsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStateKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/ListStateKeys',
+            connector_dot___proto_dot_store__pb2.ListStateKeysRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.ListStateKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

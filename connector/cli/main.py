@@ -170,6 +170,22 @@ def scope_create(context: _Context, name: str, exist_ok: bool) -> None:
     context.emit({"scope": name}, lambda: click.echo(f"scope {name} created"))
 
 
+@scope.command("list")
+@pass_context
+def scope_list(context: _Context) -> None:
+    """Lists every scope (needs read on every scope)."""
+    with _errors_as_exit_codes(context.uri):
+        names = StreamManager(context.client()).list_scopes()
+    context.emit({"scopes": names}, lambda: _print_names(names, "no scopes"))
+
+
+def _print_names(names: list[str], empty: str) -> None:
+    for name in names:
+        click.echo(name)
+    if not names:
+        click.echo(f"({empty})", err=True)
+
+
 # --- streams -----------------------------------------------------------------
 
 
@@ -194,7 +210,18 @@ def _print_stream(description: StreamDescription) -> None:
 
 @cli.group()
 def stream() -> None:
-    """Streams: create, describe, scale, seal, delete, tail."""
+    """Streams: create, list, describe, scale, seal, delete, tail."""
+
+
+@stream.command("list")
+@click.argument("scope_name", metavar="SCOPE")
+@pass_context
+def stream_list(context: _Context, scope_name: str) -> None:
+    """Lists the streams of SCOPE, sealed ones too."""
+    with _errors_as_exit_codes(context.uri):
+        names = StreamManager(context.client()).list_streams(scope_name)
+    full = [f"{scope_name}/{name}" for name in names]
+    context.emit({"scope": scope_name, "streams": names}, lambda: _print_names(full, "no streams"))
 
 
 @stream.command("create")
@@ -329,7 +356,20 @@ def stream_tail(
 
 @cli.group()
 def readergroup() -> None:
-    """Reader groups: describe, reset."""
+    """Reader groups: list, describe, reset."""
+
+
+@readergroup.command("list")
+@click.argument("scope_name", metavar="SCOPE")
+@pass_context
+def readergroup_list(context: _Context, scope_name: str) -> None:
+    """Lists the reader groups of SCOPE."""
+    with _errors_as_exit_codes(context.uri):
+        names = ReaderGroupManager(context.client()).list_reader_groups(scope_name)
+    full = [f"{scope_name}/{name}" for name in names]
+    context.emit(
+        {"scope": scope_name, "readergroups": names}, lambda: _print_names(full, "no reader groups")
+    )
 
 
 @readergroup.command("describe")

@@ -282,6 +282,20 @@ class StoreClient:
         request = _pb.DeleteStreamRequest(scope=scope, stream=stream)
         self._invoke(self._stub.DeleteStream, request, on_repeat=on_repeat)
 
+    def list_scopes(self) -> list[str]:
+        """Every scope, sorted (needs ``read`` on every scope)."""
+        return list(self._invoke(self._stub.ListScopes, _pb.ListScopesRequest()).scopes)
+
+    def list_streams(self, scope: str) -> list[str]:
+        """The streams of ``scope``, sorted; NotFoundError when there is no such scope."""
+        request = _pb.ListStreamsRequest(scope=scope)
+        return list(self._invoke(self._stub.ListStreams, request).streams)
+
+    def list_state_keys(self, prefix: str) -> list[str]:
+        """The state keys starting with ``prefix``, sorted."""
+        request = _pb.ListStateKeysRequest(prefix=prefix)
+        return list(self._invoke(self._stub.ListStateKeys, request).keys)
+
     # --- segments -------------------------------------------------------------
 
     def append(

@@ -41,6 +41,15 @@ class StreamManager:
                 raise
             return self._client.describe_stream(scope, stream)
 
+    def list_scopes(self) -> list[str]:
+        """Every scope, sorted."""
+        return self._client.list_scopes()
+
+    def list_streams(self, scope: str) -> list[str]:
+        """The streams of ``scope``, sorted, sealed ones too (NotFoundError: no such scope)."""
+        validate_name("scope", scope)
+        return self._client.list_streams(scope)
+
     def describe_stream(self, scope: str, stream: str) -> StreamDescription:
         """Every segment the stream ever had."""
         return self._client.describe_stream(scope, stream)

@@ -93,6 +93,12 @@ class ReaderGroupManager:
             raise AlreadyExistsError(msg)
         return ReaderGroup(self._client, scope, group)
 
+    def list_reader_groups(self, scope: str) -> list[str]:
+        """The names of the reader groups of ``scope``, sorted (NotFoundError: no such scope)."""
+        self._client.list_streams(scope)  # refuses a scope that does not exist, naming it
+        prefix = _state_key(scope, "")
+        return [key.removeprefix(prefix) for key in self._client.list_state_keys(prefix)]
+
     def get_reader_group(self, scope: str, group: str) -> ReaderGroup:
         """Opens an existing group.
 

@@ -6,8 +6,10 @@ state keys, which are named ``kind/scope/...`` (reader groups keep theirs
 under ``readergroup/scope/group``). A right on a scope covers all of them;
 a right on ``*`` covers every scope.
 
-- ``read``: describe streams, read segments and their watermarks, take part
-  in a reader group (read and compare-and-set its state);
+- ``read``: describe and list streams, read segments and their watermarks,
+  take part in a reader group (read and compare-and-set its state, list the
+  scope's groups); listing every scope needs ``read`` on ``*``, since it
+  names scopes of every tenant;
 - ``write``: append events (and so learn a writer's next event number);
 - ``manage``: create scopes and streams, scale, seal and delete streams.
 """
@@ -60,6 +62,9 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "PlanRead": (Right.READ, "segment", "segment"),
     "GetState": (Right.READ, "key", "state"),
     "CompareAndSetState": (Right.READ, "key", "state"),
+    "ListScopes": (Right.READ, "", "every"),
+    "ListStreams": (Right.READ, "scope", "scope"),
+    "ListStateKeys": (Right.READ, "prefix", "state"),
 }
 
 
@@ -86,8 +91,10 @@ def need_of(method: str, request: Any) -> Need | None:
     if rule is None:
         return Need(Right.MANAGE, ANY_SCOPE)
     right, field, kind = rule
-    value = str(getattr(request, field, ""))
-    if kind == "scope":
+    value = str(getattr(request, field, "")) if field else ""
+    if kind == "every":
+        scope = ANY_SCOPE
+    elif kind == "scope":
         scope = value
     elif kind == "segment":
         scope = value.split("/", 1)[0]

@@ -117,6 +117,20 @@ class Catalog:
         with self._lock:
             return sorted(self._scopes)
 
+    def stream_names(self, scope: str) -> list[str]:
+        """The streams of ``scope``, sorted; NotFoundError when there is no such scope."""
+        validate_name("scope", scope)
+        with self._lock:
+            if scope not in self._scopes:
+                msg = f"scope {scope!r} does not exist"
+                raise NotFoundError(msg)
+            return sorted(name for owner, name in self._streams if owner == scope)
+
+    def state_keys(self, prefix: str) -> list[str]:
+        """The state keys starting with ``prefix``, sorted."""
+        with self._lock:
+            return sorted(key for key in self._states if key.startswith(prefix))
+
     def stream_ids(self) -> list[tuple[str, str]]:
         """Every stream's (scope, stream), sorted."""
         with self._lock:

@@ -424,6 +424,27 @@ class SegmentStore:
         """Every scope, sorted."""
         return self._catalog.scopes()
 
+    def list_streams(self, scope: str) -> list[str]:
+        """The streams of ``scope``, sorted, sealed ones too.
+
+        Raises:
+            NotFoundError: there is no such scope.
+            InvalidArgumentError: ``scope`` is not a valid name.
+        """
+        return self._catalog.stream_names(scope)
+
+    def state_keys(self, prefix: str) -> list[str]:
+        """The state keys starting with ``prefix``, sorted.
+
+        Raises:
+            InvalidArgumentError: ``prefix`` is longer than a key may be.
+        """
+        if len(prefix) > _MAX_STATE_KEY:
+            limit = _MAX_STATE_KEY
+            msg = f"a state key prefix must be at most {limit} characters, got {quoted(prefix)}"
+            raise InvalidArgumentError(msg)
+        return self._catalog.state_keys(prefix)
+
     @property
     def accepting_writes(self) -> bool:
         """Whether the store takes changes now.
@@ -537,7 +558,11 @@ class SegmentStore:
         return self._catalog.segment_named(name)
 
 
+#: The longest state key, in characters.
+_MAX_STATE_KEY = 512
+
+
 def _check_state_key(key: str) -> None:
-    if not isinstance(key, str) or not 0 < len(key) <= 512:
-        msg = f"state key must be 1 to 512 characters, got {quoted(key)}"
+    if not isinstance(key, str) or not 0 < len(key) <= _MAX_STATE_KEY:
+        msg = f"state key must be 1 to {_MAX_STATE_KEY} characters, got {quoted(key)}"
         raise InvalidArgumentError(msg)

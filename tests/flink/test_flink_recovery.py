@@ -12,8 +12,8 @@ from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.functions import MapFunction
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from examples.job_output import Collected
 from flink_adapter import FlinkTidemarkReader, TimeDomain
-from tests.flink.collect import Collected
 
 pytestmark = pytest.mark.slow
 

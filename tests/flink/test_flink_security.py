@@ -9,8 +9,8 @@ import pytest
 from pyflink.common import Types
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from examples.job_output import Collected
 from flink_adapter import FlinkTidemarkReader
-from tests.flink.collect import Collected
 from tests.security.pki import secure_store
 
 pytestmark = pytest.mark.slow

@@ -15,6 +15,7 @@ from pyflink.datastream.functions import ProcessFunction, ProcessWindowFunction
 from pyflink.datastream.window import TumblingEventTimeWindows
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from examples.job_output import Collected
 from flink_adapter import (
     LATE_EVENTS,
     EventTimeOrderingFunction,
@@ -22,7 +23,6 @@ from flink_adapter import (
     StartPosition,
     TimeDomain,
 )
-from tests.flink.collect import Collected
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Gathering a running job's output in a test: a thread drains ``execute_and_collect``."""
+"""Gathering a running PyFlink job's output: a thread drains ``execute_and_collect``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-_log = logging.getLogger("tests.flink")
+_log = logging.getLogger("examples.job_output")
 
 
 class Collected:
