@@ -25,3 +25,5 @@ ERROR_KIND_KEY = "tidemark-error"
 #: With SegmentSealedError: the sealed segment, and its successors joined by commas.
 SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
 SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
+#: With TruncatedError: its first readable offset (the segment goes under SEALED_SEGMENT_KEY).
+FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"

@@ -18,6 +18,7 @@ __all__ = [
     "SegmentSealedError",
     "StoreUnavailableError",
     "TidemarkError",
+    "TruncatedError",
     "UnauthenticatedError",
 ]
 
@@ -71,6 +72,21 @@ class SegmentSealedError(FailedPreconditionError):
         super().__init__(message)
         self.segment = segment
         self.successors = successors
+
+
+class TruncatedError(TidemarkError):
+    """A read asked for data its stream was truncated past.
+
+    Attributes:
+        segment: the segment read.
+        first_offset: the first offset still readable in it (its end, if the
+            whole segment was truncated: reading there gives its successors).
+    """
+
+    def __init__(self, message: str, segment: str = "", first_offset: int = 0):
+        super().__init__(message)
+        self.segment = segment
+        self.first_offset = first_offset
 
 
 class ResourceExhaustedError(TidemarkError):

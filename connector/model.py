@@ -16,6 +16,7 @@ __all__ = [
     "SegmentInfo",
     "StateValue",
     "StreamDescription",
+    "TruncationResult",
 ]
 
 
@@ -111,6 +112,14 @@ class PlannedRead:
     end_of_segment: bool
     at_tail: bool
     successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TruncationResult:
+    """What a truncation removed: the segments wholly before the cut, and the bytes freed."""
+
+    removed_segments: tuple[str, ...]
+    bytes_freed: int
 
 
 @dataclass(frozen=True)

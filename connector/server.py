@@ -26,6 +26,7 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
     ERROR_KIND_KEY,
+    FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
     MAX_READ_BYTES,
     SEALED_SEGMENT_KEY,
@@ -41,6 +42,7 @@ from connector.errors import (
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
+    TruncatedError,
 )
 from connector.model import SegmentDescription, StateValue, StreamDescription
 from connector.ops import HealthReporter, StoreMetrics, add_reflection
@@ -58,6 +60,7 @@ _STATUS_OF_ERROR: list[tuple[type[TidemarkError], grpc.StatusCode]] = [
     (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
     (ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
 ]
 
 _Response = TypeVar("_Response")
@@ -80,6 +83,11 @@ def _error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
         metadata += (
             (SEALED_SEGMENT_KEY, error.segment),
             (SUCCESSORS_KEY, ",".join(error.successors)),
+        )
+    if isinstance(error, TruncatedError):
+        metadata += (
+            (SEALED_SEGMENT_KEY, error.segment),
+            (FIRST_OFFSET_KEY, str(error.first_offset)),
         )
     return metadata
 
@@ -244,6 +252,15 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             end_of_segment=plan.end_of_segment,
             at_tail=plan.at_tail,
             successors=plan.successors,
+        )
+
+    def TruncateStream(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102
+        result = _call(
+            context,
+            lambda: self._store.truncate_stream(request.scope, request.stream, dict(request.cut)),
+        )
+        return _pb.TruncateStreamResponse(
+            removed_segments=result.removed_segments, bytes_freed=result.bytes_freed
         )
 
     def ListScopes(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: D102

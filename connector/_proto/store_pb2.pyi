@@ -5,6 +5,31 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TruncateStreamRequest(_message.Message):
+    __slots__ = ("scope", "stream", "cut")
+    class CutEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CUT_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    cut: _containers.ScalarMap[int, int]
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., cut: _Optional[_Mapping[int, int]] = ...) -> None: ...
+
+class TruncateStreamResponse(_message.Message):
+    __slots__ = ("removed_segments", "bytes_freed")
+    REMOVED_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FREED_FIELD_NUMBER: _ClassVar[int]
+    removed_segments: _containers.RepeatedScalarFieldContainer[str]
+    bytes_freed: int
+    def __init__(self, removed_segments: _Optional[_Iterable[str]] = ..., bytes_freed: _Optional[int] = ...) -> None: ...
+
 class ListScopesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

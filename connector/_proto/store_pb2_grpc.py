@@ -114,6 +114,11 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.ListStateKeysRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.ListStateKeysResponse.FromString,
                 _registered_method=True)
+        self.TruncateStream = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/TruncateStream',
+                request_serializer=connector_dot___proto_dot_store__pb2.TruncateStreamRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.TruncateStreamResponse.FromString,
+                _registered_method=True)
 
 
 class SegmentStoreServicer(object):
@@ -227,6 +232,15 @@ class SegmentStoreServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TruncateStream(self, request, context):
+        """Truncates a stream at a cut: data before each cut offset becomes unreadable
+        (reads there fail with OUT_OF_RANGE), and sealed segments wholly before the
+        cut lose their data files.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SegmentStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -304,6 +318,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.ListStateKeys,
                     request_deserializer=connector_dot___proto_dot_store__pb2.ListStateKeysRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.ListStateKeysResponse.SerializeToString,
+            ),
+            'TruncateStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.TruncateStream,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.TruncateStreamRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.TruncateStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -711,6 +730,33 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/ListStateKeys',
             connector_dot___proto_dot_store__pb2.ListStateKeysRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.ListStateKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TruncateStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/TruncateStream',
+            connector_dot___proto_dot_store__pb2.TruncateStreamRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.TruncateStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

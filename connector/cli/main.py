@@ -37,7 +37,7 @@ from connector.errors import (
     UnauthenticatedError,
 )
 from connector.model import StreamDescription
-from connector.names import StreamId
+from connector.names import SegmentId, StreamId
 from connector.reader.events import END_OF_TIME
 from connector.reader.group import ReaderGroupManager
 from connector.reader.group_state import group_watermark
@@ -210,7 +210,7 @@ def _print_stream(description: StreamDescription) -> None:
 
 @cli.group()
 def stream() -> None:
-    """Streams: create, list, describe, scale, seal, delete, tail."""
+    """Streams: create, list, describe, scale, seal, truncate, delete, tail."""
 
 
 @stream.command("list")
@@ -295,6 +295,63 @@ def stream_delete(context: _Context, name: StreamId) -> None:
     with _errors_as_exit_codes(context.uri):
         context.client().delete_stream(name.scope, name.stream)
     context.emit({"deleted": str(name)}, lambda: click.echo(f"stream {name} deleted"))
+
+
+def _cut_entry(_ctx: Any, param: click.Parameter, values: tuple[str, ...]) -> dict[int, int]:
+    cut = {}
+    for value in values:
+        number, sep, offset = value.partition("=")
+        if not sep or not number.isdecimal() or not offset.isdecimal():
+            msg = f"expected SEGMENT=OFFSET (two numbers), got {value!r}"
+            raise click.BadParameter(msg, param=param)
+        cut[int(number)] = int(offset)
+    return cut
+
+
+@stream.command("truncate")
+@click.argument("name", callback=_stream_id, metavar="SCOPE/STREAM")
+@click.option(
+    "--cut",
+    multiple=True,
+    callback=_cut_entry,
+    metavar="SEGMENT=OFFSET",
+    help="Truncate segment number SEGMENT before byte OFFSET (an event boundary); repeatable.",
+)
+@click.option("--at-tail", is_flag=True, help="Truncate everything stored now.")
+@pass_context
+def stream_truncate(context: _Context, name: StreamId, cut: dict[int, int], at_tail: bool) -> None:
+    """Truncates a stream at a cut: the data before it can no longer be read.
+
+    Sealed segments wholly before the cut lose their data files. Readers
+    positioned before the cut fail, naming the first readable offset.
+    """
+    if bool(cut) == at_tail:
+        _fail("give either --cut SEGMENT=OFFSET (repeatable) or --at-tail", 2)
+    with _errors_as_exit_codes(context.uri):
+        client = context.client()
+        if at_tail:
+            described = client.describe_stream(name.scope, name.stream)
+            # The newest segments: the open ones, or the last ones of a sealed stream.
+            newest = [s for s in described.segments if not s.successors]
+            cut = {
+                SegmentId.parse(s.segment).number: client.segment_info(s.segment).write_offset
+                for s in newest
+            }
+        result = client.truncate_stream(name.scope, name.stream, cut)
+    value = {
+        "stream": str(name),
+        "cut": {str(n): o for n, o in sorted(cut.items())},
+        "removed_segments": list(result.removed_segments),
+        "bytes_freed": result.bytes_freed,
+    }
+
+    def human() -> None:
+        click.echo(f"stream {name} truncated at {', '.join(f'{n}={o}' for n, o in cut.items())}")
+        for segment in result.removed_segments:
+            click.echo(f"  removed {segment}")
+        click.echo(f"  {result.bytes_freed} bytes freed")
+
+    context.emit(value, human)
 
 
 @stream.command("tail")

@@ -14,14 +14,20 @@ asked for, the change succeeded.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
-from connector._wire import ERROR_KIND_KEY, GRPC_OPTIONS, SEALED_SEGMENT_KEY, SUCCESSORS_KEY
+from connector._wire import (
+    ERROR_KIND_KEY,
+    FIRST_OFFSET_KEY,
+    GRPC_OPTIONS,
+    SEALED_SEGMENT_KEY,
+    SUCCESSORS_KEY,
+)
 from connector.client.repeats import scale_made, seal_made, state_written, stream_created
 from connector.errors import (
     AlreadyExistsError,
@@ -33,6 +39,7 @@ from connector.errors import (
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
+    TruncatedError,
     UnauthenticatedError,
 )
 from connector.model import (
@@ -43,6 +50,7 @@ from connector.model import (
     SegmentInfo,
     StateValue,
     StreamDescription,
+    TruncationResult,
 )
 from connector.security.credentials import ClientCredentials, split_uri
 from connector.security.probe import probe_transport
@@ -63,6 +71,7 @@ _ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
     grpc.StatusCode.UNAVAILABLE: StoreUnavailableError,
     grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
+    grpc.StatusCode.OUT_OF_RANGE: TruncatedError,
 }
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 # The channel retries connecting after 0.1 s, backing off to at most 1 s (gRPC's default grows
@@ -93,6 +102,11 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
     code = error.code()
     details = error.details() or code.name
     metadata = dict(error.trailing_metadata() or ())
+    if metadata.get(ERROR_KIND_KEY) == TruncatedError.__name__:
+        first = metadata.get(FIRST_OFFSET_KEY, "0")
+        return TruncatedError(
+            details, metadata.get(SEALED_SEGMENT_KEY, ""), int(first) if first.isdigit() else 0
+        )
     if metadata.get(ERROR_KIND_KEY) == SegmentSealedError.__name__:
         successors = metadata.get(SUCCESSORS_KEY, "")
         return SegmentSealedError(
@@ -281,6 +295,15 @@ class StoreClient:
 
         request = _pb.DeleteStreamRequest(scope=scope, stream=stream)
         self._invoke(self._stub.DeleteStream, request, on_repeat=on_repeat)
+
+    def truncate_stream(self, scope: str, stream: str, cut: Mapping[int, int]) -> TruncationResult:
+        """Truncates the stream at ``cut`` (segment number -> offset); see the store's.
+
+        Repeating it is harmless: a truncation at or before an earlier one changes nothing.
+        """
+        request = _pb.TruncateStreamRequest(scope=scope, stream=stream, cut=dict(cut))
+        response = self._invoke(self._stub.TruncateStream, request)
+        return TruncationResult(tuple(response.removed_segments), response.bytes_freed)
 
     def list_scopes(self) -> list[str]:
         """Every scope, sorted (needs ``read`` on every scope)."""

@@ -16,6 +16,8 @@ Names, all prefixed ``tidemark_``:
 - ``commit_group_changes``: how many changes each durable group held.
 - ``idle_ticks_total``: idle ticks given to segments.
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
+- ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
+  a watermark rise (each holds a server thread while it waits).
 - ``stream_tail_watermark_ms`` and ``stream_tail_watermark_lag_ms`` {stream}: the
   lowest watermark of the stream's open segments, and how far it is behind now.
 """
@@ -100,6 +102,11 @@ class _StoreStateCollector(Collector):
             pass
         else:
             yield journal
+        yield GaugeMetricFamily(
+            "tidemark_parked_tail_reads",
+            "Reads waiting at a segment's tail for data, a seal or a watermark rise.",
+            value=store.parked_reads,
+        )
         yield GaugeMetricFamily(
             "tidemark_accepting_writes",
             "1 while the store takes writes, 0 while it refuses them (full disk, failure).",

@@ -138,6 +138,9 @@ class EventReader(Generic[T]):
         Raises:
             ClosedError: the reader is closed.
             ReaderGroupResetError: the group was reset or deleted.
+            TruncatedError: the stream was truncated past this reader's
+                position; the error names the segment and its first readable
+                offset (reset the group, e.g. to the earliest position, to go on).
         """
         if self._closed:
             msg = f"reader {self.reader_id!r} is closed"

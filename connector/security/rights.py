@@ -11,7 +11,7 @@ a right on ``*`` covers every scope.
   scope's groups); listing every scope needs ``read`` on ``*``, since it
   names scopes of every tenant;
 - ``write``: append events (and so learn a writer's next event number);
-- ``manage``: create scopes and streams, scale, seal and delete streams.
+- ``manage``: create scopes and streams, scale, seal, truncate and delete streams.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "ScaleStream": (Right.MANAGE, "scope", "scope"),
     "SealStream": (Right.MANAGE, "scope", "scope"),
     "DeleteStream": (Right.MANAGE, "scope", "scope"),
+    "TruncateStream": (Right.MANAGE, "scope", "scope"),
     "DescribeStream": (Right.READ, "scope", "scope"),
     "AppendEvents": (Right.WRITE, "segment", "segment"),
     "ReadSegment": (Right.READ, "segment", "segment"),

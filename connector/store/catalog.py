@@ -31,6 +31,7 @@ from connector.store.records import (
     StreamScaled,
     StreamSealed,
     StreamState,
+    StreamTruncated,
     Ticked,
 )
 from connector.store.segment import Segment
@@ -195,10 +196,15 @@ class Catalog:
 
     # --- applying records ---------------------------------------------------------
 
-    def apply(self, record: Record) -> None:
-        """Applies one durable record (on the sequencer's thread, or at recovery)."""
+    def apply(self, record: Record) -> int | None:
+        """Applies one durable record (on the sequencer's thread, or at recovery).
+
+        Returns the bytes a truncation freed (None for other records).
+        """
         with self._lock:
             match record:
+                case StreamTruncated():
+                    return self._apply_truncate(record)
                 case ScopeCreated(scope):
                     self._scopes.add(scope)
                 case StreamCreated(scope, stream, time_ms, ranges):
@@ -248,6 +254,16 @@ class Catalog:
         successors = tuple(s.name for s in created)
         for sealing in record.sealed:
             entry.segments[sealing.number].seal(sealing.time_ms, successors)
+
+    def _apply_truncate(self, record: StreamTruncated) -> int:
+        entry = self._streams[(record.scope, record.stream)]
+        for number, head in record.heads:
+            entry.segments[number].truncate(head)
+        # At recovery a file of the same path may belong to a stream created since.
+        return sum(
+            entry.segments[number].drop_data(delete_file=not self.recovering)
+            for number in record.removed
+        )
 
     def _apply_delete(self, record: StreamDeleted) -> None:
         removed = self._streams.pop((record.scope, record.stream))

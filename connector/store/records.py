@@ -30,6 +30,7 @@ __all__ = [
     "StreamScaled",
     "StreamSealed",
     "StreamState",
+    "StreamTruncated",
     "Ticked",
     "decode",
     "encode",
@@ -99,6 +100,20 @@ class StreamDeleted:
 
 
 @dataclass(frozen=True)
+class StreamTruncated:
+    """A stream truncated at a cut.
+
+    ``heads`` moves each cut segment's first readable offset; the ``removed``
+    segments (sealed, wholly before the cut) lose their data.
+    """
+
+    scope: str
+    stream: str
+    heads: tuple[tuple[int, int], ...]
+    removed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Committed:
     """An append: the segment's data up to ``end`` is ingested at ``time_ms``.
 
@@ -153,6 +168,7 @@ class SegmentState:
     index_counts: tuple[int, ...] | None
     checkpoints: tuple[int, ...]
     writer_numbers: Mapping[str, int]
+    head: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,7 @@ Record = (
     | StreamScaled
     | StreamSealed
     | StreamDeleted
+    | StreamTruncated
     | Committed
     | Ticked
     | StateSet
@@ -203,6 +220,11 @@ def encode(record: Record) -> dict[str, Any]:
             return {"op": "seal_stream", "scope": scope, "stream": stream, "sealed": sealings}
         case StreamDeleted(scope, stream):
             return {"op": "delete_stream", "scope": scope, "stream": stream}
+        case StreamTruncated(scope, stream, heads, removed):
+            encoded = {"op": "truncate_stream", "scope": scope, "stream": stream}
+            encoded["heads"] = [list(head) for head in heads]
+            encoded["removed"] = list(removed)
+            return encoded
         case Committed(segment, end, time_ms, writer_id, last, checkpoints, events):
             encoded = {"op": "commit", "seg": segment, "end": end, "t": time_ms, "w": writer_id}
             encoded["e"] = last
@@ -254,6 +276,11 @@ def decode(encoded: Mapping[str, Any]) -> Record:
         return StreamSealed(encoded["scope"], encoded["stream"], sealed)
     if op == "delete_stream":
         return StreamDeleted(encoded["scope"], encoded["stream"])
+    if op == "truncate_stream":
+        heads = tuple((number, offset) for number, offset in encoded["heads"])
+        return StreamTruncated(
+            encoded["scope"], encoded["stream"], heads, tuple(encoded["removed"])
+        )
     if op == "commit":
         return Committed(
             encoded["seg"],
@@ -297,6 +324,7 @@ def _encode_segment(state: SegmentState) -> dict[str, Any]:
         "cnt": None if state.index_counts is None else list(state.index_counts),
         "b": list(state.checkpoints),
         "w": dict(state.writer_numbers),
+        "head": state.head,
     }
 
 
@@ -320,4 +348,5 @@ def _decode_segment(encoded: Mapping[str, Any]) -> SegmentState:
         index_counts=None if counts is None else tuple(counts),
         checkpoints=tuple(encoded.get("b", ())),
         writer_numbers=dict(encoded["w"]),
+        head=encoded.get("head", 0),
     )

@@ -55,6 +55,8 @@ def recover(catalog: Catalog, journal: Journal) -> int:
     finally:
         catalog.recovering = False
     for segment in catalog.segments():
+        if segment.wholly_truncated:
+            continue  # its data file was deleted with its data
         size = segment.data_size()
         if size < segment.committed_end:
             msg = (

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from connector.errors import InvalidArgumentError
+from connector.errors import InvalidArgumentError, TruncatedError
 from connector.framing import lands_on_boundary, scan_end
 from connector.model import SegmentInfo
 from connector.store.boundaries import STRIDE, SparseBoundaries
@@ -70,6 +70,8 @@ class Segment:
         # Published: read and written under `_changed`.
         self.sealed = False
         self.committed_end = 0
+        #: The first readable offset: data before it was truncated away.
+        self.head = 0
         self.last_write_time = creation_time
         self._index = WatermarkIndex(creation_time)
         self._checkpoints = SparseBoundaries()
@@ -106,6 +108,7 @@ class Segment:
         )
         segment._checkpoints = SparseBoundaries(state.checkpoints)
         segment._writer_numbers = dict(state.writer_numbers)
+        segment.head = state.head
         return segment
 
     def state(self) -> SegmentState:
@@ -129,6 +132,7 @@ class Segment:
             index_counts=None if counts is None else tuple(counts),
             checkpoints=tuple(self._checkpoints.entries()),
             writer_numbers=dict(self._writer_numbers),
+            head=self.head,
         )
 
     # --- the sequencer's side -------------------------------------------------
@@ -219,6 +223,33 @@ class Segment:
         self._catch_up(self.committed_end, time_ms)
         self._publish(self.committed_end, time_ms, sealed=True)
         self._files.forget(self.data_path, writable=True)
+
+    def truncate(self, head: int) -> None:
+        """Makes the data before ``head`` unreadable (a boundary at or below the end)."""
+        with self._changed:
+            self.head = max(self.head, head)
+            self._changed.notify_all()
+
+    def drop_data(self, delete_file: bool) -> int:
+        """Truncates the whole (sealed) segment and, with ``delete_file``, deletes its data file.
+
+        Returns the bytes freed. Reading at its end still gives its successors.
+        """
+        self.truncate(self.committed_end)
+        self._files.forget(self.data_path)
+        if not delete_file:
+            return 0
+        freed = self.data_size()
+        try:
+            os.remove(self.data_path)
+        except FileNotFoundError:
+            return 0
+        return freed
+
+    @property
+    def wholly_truncated(self) -> bool:
+        """Whether every byte was truncated (its data file may be gone)."""
+        return 0 < self.committed_end <= self.head
 
     def _catch_up(self, end: int, time_ms: int) -> None:
         """Brings the sequencer's view up to a record (a no-op live, needed at recovery)."""
@@ -354,6 +385,24 @@ class Segment:
         stop = scan_end(self.read_bytes, offset, limit)
         self.remember_boundary(stop)
         return stop
+
+    def check_readable(self, offset: int) -> None:
+        """Refuses an offset before the head (truncated data) or inside an event.
+
+        Raises:
+            TruncatedError: ``offset`` is before the first readable offset.
+            InvalidArgumentError: ``offset`` is not at an event boundary.
+        """
+        with self._changed:
+            head = self.head
+        if offset < head:
+            msg = (
+                f"segment {self.name!r} was truncated: offset {offset} is gone, "
+                f"the first readable offset is {head}"
+            )
+            raise TruncatedError(msg, self.name, head)
+        if offset != head:
+            self.check_boundary(offset)
 
     def check_boundary(self, offset: int) -> None:
         """Refuses an offset inside an event; reads a bounded window (see boundaries.py).

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import (
@@ -38,6 +38,7 @@ from connector.model import (
     SegmentInfo,
     StateValue,
     StreamDescription,
+    TruncationResult,
 )
 from connector.names import validate_name
 from connector.store.boundaries import checkpoints
@@ -46,6 +47,7 @@ from connector.store.compaction import Compaction
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
 from connector.store.disk import domain_error
 from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE, even_ranges, scale_ranges
+from connector.store.lineage import wholly_before
 from connector.store.open_files import OpenFiles
 from connector.store.read_plan import plan_read
 from connector.store.records import (
@@ -58,6 +60,7 @@ from connector.store.records import (
     StreamDeleted,
     StreamScaled,
     StreamSealed,
+    StreamTruncated,
     Ticked,
 )
 from connector.store.recovery import open_journal, recover
@@ -94,6 +97,8 @@ class SegmentStore:
             between_groups=self._compaction.maybe_compact,
         )
         self._closed = threading.Event()
+        self._parked_lock = threading.Lock()
+        self._parked = 0
         self._advancer_stop = threading.Event()
         self._advancer: threading.Thread | None = None
         if config.polling_period_ms is not None:
@@ -192,6 +197,57 @@ class SegmentStore:
             return self._sequencer.record(StreamDeleted(scope, stream))
 
         self._sequencer.submit(prepare, barrier=True)
+
+    def truncate_stream(self, scope: str, stream: str, cut: Mapping[int, int]) -> TruncationResult:
+        """Truncates the stream at ``cut`` (segment number -> offset): data before it goes.
+
+        Each cut segment's data before its offset (an event boundary) becomes
+        unreadable; every sealed segment wholly before the cut (all of whose
+        successors are in the cut or wholly before it) loses all its data and
+        its data file. A read below a segment's first readable offset fails
+        with TruncatedError. Truncating at or before an earlier cut changes
+        nothing. Lineage stays: a reader at a removed segment's end still
+        finds its successors.
+
+        Raises:
+            NotFoundError: the stream or a cut segment does not exist.
+            InvalidArgumentError: the cut is empty, or an offset is past its
+                segment's end or not at an event boundary.
+        """
+        validate_name("scope", scope)
+        validate_name("stream", stream)
+        if not cut:
+            msg = f"a truncation of {scope}/{stream} needs a cut naming at least one segment"
+            raise InvalidArgumentError(msg)
+
+        def prepare() -> Publish:
+            target = self._catalog.stream(scope, stream)
+            for number, offset in sorted(cut.items()):
+                segment = self._catalog.segment_of(target, number)
+                if not 0 <= offset <= segment.pending_end:
+                    msg = (
+                        f"offset {offset} is outside segment {segment.name!r} "
+                        f"(0 to {segment.pending_end})"
+                    )
+                    raise InvalidArgumentError(msg)
+                if offset > segment.head:
+                    segment.check_boundary(offset)
+            removed = tuple(
+                n
+                for n in wholly_before(target.segments, cut)
+                if not target.segments[n].wholly_truncated
+            )
+            heads = tuple(sorted(cut.items()))
+            publish = self._sequencer.record(StreamTruncated(scope, stream, heads, removed))
+
+            def published() -> TruncationResult:
+                freed = publish()
+                names = tuple(target.segments[n].name for n in removed)
+                return TruncationResult(removed_segments=names, bytes_freed=freed or 0)
+
+            return published
+
+        return self._sequencer.submit(prepare, barrier=True)
 
     def seal_stream(self, scope: str, stream: str) -> StreamDescription:
         """Seals every open segment of the stream; readers see each one end."""
@@ -331,6 +387,8 @@ class SegmentStore:
         answer still carries the watermark.
 
         Raises:
+            TruncatedError: the stream was truncated past ``offset`` (the
+                error names the first readable offset).
             InvalidArgumentError: ``offset`` is negative, past the end or not
                 at an event boundary; ``max_bytes`` is not positive.
             ResourceExhaustedError: no file descriptor was left to read with.
@@ -358,9 +416,17 @@ class SegmentStore:
         if offset < 0 or offset > snapshot.committed_end:
             msg = f"offset {offset} is outside segment {segment!r} (0 to {snapshot.committed_end})"
             raise InvalidArgumentError(msg)
-        target.check_boundary(offset)
+        target.check_readable(offset)
         if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
-            snapshot = target.wait_at_tail(offset, known_watermark, wait_ms / 1000, self._closed)
+            with self._parked_lock:
+                self._parked += 1
+            try:
+                snapshot = target.wait_at_tail(
+                    offset, known_watermark, wait_ms / 1000, self._closed
+                )
+            finally:
+                with self._parked_lock:
+                    self._parked -= 1
         stop = offset
         data = b""
         if offset < snapshot.committed_end:
@@ -404,7 +470,7 @@ class SegmentStore:
             msg = f"offset {offset} is outside segment {segment!r} (0 to {committed_end})"
             raise InvalidArgumentError(msg)
         try:
-            target.check_boundary(offset)
+            target.check_readable(offset)
             plan = plan_read(target, offset, max_events, max_bytes)
         except OSError as error:
             _log.warning("a read plan of %s failed: %s", segment, error)
@@ -444,6 +510,12 @@ class SegmentStore:
             msg = f"a state key prefix must be at most {limit} characters, got {quoted(prefix)}"
             raise InvalidArgumentError(msg)
         return self._catalog.state_keys(prefix)
+
+    @property
+    def parked_reads(self) -> int:
+        """How many reads wait at a segment's tail now."""
+        with self._parked_lock:
+            return self._parked
 
     @property
     def accepting_writes(self) -> bool:

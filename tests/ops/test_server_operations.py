@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -136,3 +137,25 @@ def test_health_is_not_serving_while_the_disk_is_full(
         client.append("r/s/0", "w", number, [b"after"])
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once space returns")
         assert health_of(channel, STORE_SERVICE) == SERVING
+
+
+def test_the_parked_reads_gauge_counts_reads_waiting_at_a_tail(metered: StoreServer) -> None:
+    assert metered.metrics_address is not None
+    address = metered.metrics_address
+
+    def parked() -> float:
+        return scrape(address)[("tidemark_parked_tail_reads", ())]
+
+    with StoreClient(metered.uri, retry_timeout_s=2.0) as client:
+        StreamManager(client).create_scope("p")
+        StreamManager(client).create_stream("p", "s", segment_count=1)
+        assert parked() == 0
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            waits = [
+                pool.submit(client.read, "p/s/0", 0, 1024, 60_000)  # up to a minute at the tail
+                for _ in range(3)
+            ]
+            wait_until(lambda: parked() == 3, 10, what="three reads parked at the tail")
+            client.append("p/s/0", "w", 0, [b"wake"])  # data arrives: every wait ends
+            assert all(len(w.result(timeout=30).data) > 0 for w in waits)
+        wait_until(lambda: parked() == 0, 10, what="no read parked")

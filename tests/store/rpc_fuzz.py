@@ -390,6 +390,12 @@ class RpcFuzzer:
                 repeated = descriptor.label == descriptor.LABEL_REPEATED
             count = self.rng.choice((0, 1, 1, 2, 5)) if repeated else 1
             container = getattr(message, descriptor.name)
+            entry = descriptor.message_type
+            if entry is not None and entry.GetOptions().map_entry:
+                key, value = entry.fields_by_name["key"], entry.fields_by_name["value"]
+                for _ in range(count):
+                    container[self._value_of(key)] = self._value_of(value)
+                continue
             for _ in range(count):
                 if descriptor.type == descriptor.TYPE_MESSAGE:
                     if depth < 3:
@@ -475,6 +481,17 @@ class RpcFuzzer:
     def _DeleteStream(self) -> Any:
         scope, stream = self._scope_stream()
         return pb.DeleteStreamRequest(scope=scope, stream=stream)
+
+    def _TruncateStream(self) -> Any:
+        scope, stream = self._scope_stream()
+        prefix = f"{scope}/{stream}/"
+        ours = [s for s in self.known.segments if s.startswith(prefix)]
+        cut: dict[int, int] = {}
+        for segment in self.rng.sample(ours, min(len(ours), self.rng.choice((0, 1, 2, 3)))):
+            cut[int(segment.rsplit("/", 1)[1])] = self._offset(segment)
+        for _ in range(self.rng.choice((0, 0, 1, 3))):
+            cut[self.rng.choice(_I32)] = self.rng.choice(_I64)
+        return pb.TruncateStreamRequest(scope=scope, stream=stream, cut=cut)
 
     def _AppendEvents(self) -> Any:
         segment = self._segment(writable=True)
