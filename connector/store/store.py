@@ -456,6 +456,8 @@ class SegmentStore:
         see :mod:`connector.store.read_plan`.
 
         Raises:
+            TruncatedError: the stream was truncated past ``offset`` (the
+                error names the first readable offset).
             InvalidArgumentError: ``offset`` is negative, past the end or not at
                 an event boundary; a limit is given and not > 0.
             StoreUnavailableError: the data file could not be read.

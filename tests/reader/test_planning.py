@@ -404,3 +404,32 @@ def test_advancing_to_the_tail_includes_successors_of_a_segment_split_while_it_p
         ranges = {r.segment: (r.start, r.stop) for r in ranges_between(start, end)}
         assert ranges == {"plan/events/2": (0, event.end)}  # the event is in this batch
         assert end.watermark is not None and end.watermark >= event.ingestion_time
+
+
+def test_a_budgeted_plan_reads_no_event_back(store, clock, monkeypatch) -> None:
+    """The store counts the events of each share (PlanRead); the planner reads none."""
+    _, client = store
+    stream = new_stream(client, 2)
+    written = write(client, stream, clock, ["a", "b", "c", "d"], 200)
+    reads: list[str] = []
+    plan_calls: list[str] = []
+    read, plan_read = StoreClient.read, StoreClient.plan_read
+
+    def counting_read(self: StoreClient, segment: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(segment)
+        return read(self, segment, *args, **kwargs)
+
+    def counting_plan(self: StoreClient, segment: str, *args: Any, **kwargs: Any) -> Any:
+        plan_calls.append(segment)
+        return plan_read(self, segment, *args, **kwargs)
+
+    monkeypatch.setattr(StoreClient, "read", counting_read)
+    monkeypatch.setattr(StoreClient, "plan_read", counting_plan)
+    start = start_frontier(client, [stream], "earliest", 0)
+    plans = plan_all(client, start, max_events=150)
+    assert reads == []
+    assert plan_calls
+    monkeypatch.undo()
+    found = [e for begin, end in plans for e in events_in(client, ranges_between(begin, end))]
+    assert Counter(found) == Counter(written)
+    assert all(len(events_in(client, ranges_between(begin, end))) <= 150 for begin, end in plans)
