@@ -81,7 +81,7 @@ _RECONNECT_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1_000),
 ]
-# What the server adds to a SegmentSealedError (see connector.server._error_metadata).
+# What the server adds to a SegmentSealedError (see connector.server.status.error_metadata).
 
 
 def parse_uri(uri: str) -> str:

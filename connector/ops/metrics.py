@@ -17,7 +17,7 @@ Names, all prefixed ``tidemark_``:
 - ``idle_ticks_total``: idle ticks given to segments.
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
 - ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
-  a watermark rise (each holds a server thread while it waits).
+  a watermark rise (they hold no server thread while they wait).
 - ``stream_tail_watermark_ms`` and ``stream_tail_watermark_lag_ms`` {stream}: the
   lowest watermark of the stream's open segments, and how far it is behind now.
 """

@@ -9,8 +9,9 @@ runs, so nothing is read or written. Calls outside the store's service
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -57,29 +58,30 @@ def check_call(
     return None
 
 
-class TokenInterceptor(grpc.ServerInterceptor):
+class TokenInterceptor(grpc.aio.ServerInterceptor):
     """A server interceptor that runs :func:`check_call` before every unary call."""
 
     def __init__(self, tokens: TokenTable):
         self.tokens = tokens
 
-    def intercept_service(
+    async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
         """The handler, wrapped so that it runs only for an allowed call."""
-        handler = continuation(handler_call_details)
+        handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
         method = handler_call_details.method
         inner = handler.unary_unary
 
-        def checked(request: Any, context: grpc.ServicerContext) -> Any:
+        async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
             refusal = check_call(self.tokens, method, context.invocation_metadata(), request)
             if refusal is not None:
-                context.abort(*refusal)
-            return inner(request, context)
+                await context.abort(*refusal)
+            answer = inner(request, context)
+            return await answer if inspect.isawaitable(answer) else answer
 
         return grpc.unary_unary_rpc_method_handler(
             checked,

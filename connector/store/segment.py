@@ -11,6 +11,7 @@ fields: the store asks, the segment keeps itself consistent.
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -27,8 +28,19 @@ from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
 
+_log = logging.getLogger(__name__)
+
 #: How many offsets handed out as a read's next offset a segment remembers.
 _REMEMBERED_BOUNDARIES = 256
+
+
+@dataclass(eq=False)
+class _TailWatch:
+    """A reader waiting without a thread for data past ``offset`` or a watermark above ``known``."""
+
+    offset: int
+    known: int
+    wake: Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,8 @@ class Segment:
         # No descriptor of its own: each use borrows one from the store's cache.
         self._files = files
         self._changed = threading.Condition()
+        # Reads waiting at the tail without a thread (see watch_tail); under `_changed`.
+        self._watches: set[_TailWatch] = set()
         # Published: read and written under `_changed`.
         self.sealed = False
         self.committed_end = 0
@@ -229,6 +243,7 @@ class Segment:
         with self._changed:
             self.head = max(self.head, head)
             self._changed.notify_all()
+            self._fire_watches(everyone=True)
 
     def drop_data(self, delete_file: bool) -> int:
         """Truncates the whole (sealed) segment and, with ``delete_file``, deletes its data file.
@@ -271,6 +286,7 @@ class Segment:
             self._index.record(end - 1, time_ms - 1, events)
             self.sealed = self.sealed or sealed
             self._changed.notify_all()
+            self._fire_watches(everyone=False)
 
     # --- recovery ---------------------------------------------------------------
 
@@ -344,29 +360,62 @@ class Segment:
         also ends once ``stopping`` is set and :meth:`wake_readers` is called.
         """
         with self._changed:
-            known = (
-                self._index.watermark_after(offset) if known_watermark is None else known_watermark
-            )
+            known = self._known(offset, known_watermark)
             self._changed.wait_for(
-                lambda: (
-                    self.committed_end > offset
-                    or self._index.latest > known
-                    or self.sealed
-                    or stopping.is_set()
-                ),
-                timeout=timeout_s,
+                lambda: self._tail_moved(offset, known) or stopping.is_set(), timeout=timeout_s
             )
             return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
 
-    def waiting_readers(self) -> int:
-        """How many reads wait at the tail now."""
+    def watch_tail(
+        self, offset: int, known_watermark: int | None, wake: Callable[[], None]
+    ) -> Callable[[], None] | None:
+        """Arranges for ``wake()`` once :meth:`wait_at_tail` would return; holds no thread.
+
+        ``wake`` is called once, on the thread that publishes the change (or
+        calls :meth:`wake_readers` or :meth:`truncate`), under the segment's
+        lock: it must be quick and must not call the store. Returns the
+        function that withdraws the watch (harmless once fired), or None
+        when there is nothing to wait for (``wake`` is then never called).
+        """
         with self._changed:
-            return len(self._changed._waiters)  # type: ignore[attr-defined]  # noqa: SLF001
+            known = self._known(offset, known_watermark)
+            if self._tail_moved(offset, known):
+                return None
+            watch = _TailWatch(offset, known, wake)
+            self._watches.add(watch)
+
+        def withdraw() -> None:
+            with self._changed:
+                self._watches.discard(watch)
+
+        return withdraw
+
+    def _known(self, offset: int, known_watermark: int | None) -> int:
+        return self._index.watermark_after(offset) if known_watermark is None else known_watermark
+
+    def _tail_moved(self, offset: int, known: int) -> bool:
+        return self.committed_end > offset or self._index.latest > known or self.sealed
+
+    def _fire_watches(self, *, everyone: bool) -> None:
+        fired = [w for w in self._watches if everyone or self._tail_moved(w.offset, w.known)]
+        for watch in fired:
+            self._watches.discard(watch)
+            try:
+                watch.wake()
+            except Exception:  # a reader's failure must not fail the publishing thread
+                _log.exception("waking a read at the tail of %s failed", self.name)
+
+    def waiting_readers(self) -> int:
+        """How many reads wait at the tail now, with a thread or without."""
+        with self._changed:
+            threads = len(self._changed._waiters)  # type: ignore[attr-defined]  # noqa: SLF001
+            return threads + len(self._watches)
 
     def wake_readers(self) -> None:
         """Ends every wait at the tail (the segment is going away or the store closing)."""
         with self._changed:
             self._changed.notify_all()
+            self._fire_watches(everyone=True)
 
     def read_bytes(self, start: int, stop: int) -> bytes:
         """Reads the data file between two offsets."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import (
@@ -442,6 +442,49 @@ class SegmentStore:
             end_of_segment=end_of_segment,
             successors=target.successors if end_of_segment else (),
         )
+
+    def watch_tail(
+        self,
+        segment: str,
+        offset: int,
+        known_watermark: int | None,
+        wake: Callable[[], None],
+    ) -> Callable[[], None] | None:
+        """Arranges for ``wake()`` once a read waiting at ``offset`` would return; holds no thread.
+
+        The thread-free twin of :meth:`read`'s wait, for servers that wait
+        on an event loop: ``wake`` is called once, from the thread that
+        publishes data past ``offset``, a seal or a watermark above
+        ``known_watermark`` (by default the one at ``offset``), a truncation,
+        or the store's closing. It must be quick and must not call the store
+        (scheduling a callback on an event loop is). Returns the function
+        that withdraws the watch, to call whether or not it fired; None when
+        there is nothing to wait for (read again at once).
+
+        Raises:
+            NotFoundError: there is no such segment.
+        """
+        target = self._catalog.segment_named(segment)
+        if self._closed.is_set():
+            return None
+        withdraw_watch = target.watch_tail(offset, known_watermark, wake)
+        if withdraw_watch is None:
+            return None
+        with self._parked_lock:
+            self._parked += 1
+        withdrawn = threading.Event()
+
+        def withdraw() -> None:
+            withdraw_watch()
+            with self._parked_lock:
+                if not withdrawn.is_set():
+                    withdrawn.set()
+                    self._parked -= 1
+
+        if self._closed.is_set():  # closed while registering: close() may have missed it
+            withdraw()
+            return None
+        return withdraw
 
     def plan_read(
         self,

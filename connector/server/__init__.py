@@ -1,0 +1,15 @@
+"""The store served over gRPC.
+
+- :mod:`.store_server`: :class:`StoreServer`, a store and its gRPC server on an event loop.
+- :mod:`.servicer`: the async servicer, a thin layer over :class:`SegmentStore`.
+- :mod:`.parked_reads`: reads waiting at a tail without a thread, capped per connection.
+- :mod:`.status` and :mod:`.messages`: errors as statuses, answers as messages.
+- :mod:`.cli`: ``python -m connector.server`` and ``tidemark-server``.
+"""
+
+from connector.server.cli import main
+from connector.server.servicer import SegmentStoreServicer
+from connector.server.status import status_of
+from connector.server.store_server import StoreServer, is_loopback
+
+__all__ = ["SegmentStoreServicer", "StoreServer", "is_loopback", "main", "status_of"]

@@ -1,0 +1,152 @@
+"""``tidemark-server``: the store served over gRPC from the command line.
+
+    python -m connector.server --data-dir DIR --listen 127.0.0.1:PORT
+    tidemark-server --data-dir DIR --listen 127.0.0.1:0
+
+SIGTERM and SIGINT stop it cleanly: reads waiting at a tail are answered,
+in-flight calls finish, then the store closes its files. SIGHUP reloads the
+token file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from connector.clock import Clock, SystemClock
+from connector.errors import InvalidArgumentError
+from connector.security import ServerTls, TokenTable
+from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
+from connector.server.store_server import StoreServer
+from connector.store import StoreConfig
+
+__all__ = ["main"]
+
+_log = logging.getLogger("connector.server")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tidemark-server", description="Serve a Tidemark store.")
+    parser.add_argument("--data-dir", required=True, help="where the store keeps its files")
+    parser.add_argument("--listen", default="127.0.0.1:7070", help="host:port (port 0: any free)")
+    parser.add_argument(
+        "--max-watermark-lag-ms",
+        type=int,
+        default=10_000,
+        help=(
+            "a segment idle this long gets a tick that advances its watermark; not the "
+            "readers' max_event_time_lag (default 10000)"
+        ),
+    )
+    parser.add_argument(
+        "--polling-period-ms",
+        type=int,
+        default=1_000,
+        help="how often idle segments are looked for (default 1000)",
+    )
+    parser.add_argument(
+        "--max-event-size", type=int, default=1024 * 1024, help="bytes (default 1 MiB)"
+    )
+    parser.add_argument(
+        "--max-parked-reads-per-connection",
+        type=int,
+        default=DEFAULT_PARKED_READS_PER_CONNECTION,
+        help=(
+            "reads one connection may have waiting at segment tails; one more is refused "
+            f"with RESOURCE_EXHAUSTED (default {DEFAULT_PARKED_READS_PER_CONNECTION})"
+        ),
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics over HTTP at /metrics there (default: none)",
+    )
+    security = parser.add_argument_group("security")
+    security.add_argument("--tls-cert", help="PEM certificate chain: the port speaks TLS only")
+    security.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    security.add_argument(
+        "--tls-client-ca", help="PEM CA: clients must present a certificate it signed (mTLS)"
+    )
+    security.add_argument(
+        "--token-file",
+        help="TOML file of hashed bearer tokens and their rights per scope; reloaded on SIGHUP",
+    )
+    security.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="without --token-file, listen on a non-loopback address all the same",
+    )
+    return parser
+
+
+def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Clock) -> StoreServer:
+    """The server the arguments describe; a value it refuses is a usage error naming the flag."""
+    values = {
+        "max_watermark_lag_ms": args.max_watermark_lag_ms,
+        "polling_period_ms": args.polling_period_ms,
+        "max_event_size": args.max_event_size,
+    }
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    try:
+        tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+        tokens = TokenTable(args.token_file) if args.token_file else None
+        return StoreServer(
+            StoreConfig(data_dir=args.data_dir, clock=clock, **values),
+            args.listen,
+            tls=tls,
+            tokens=tokens,
+            allow_unauthenticated=args.allow_unauthenticated,
+            metrics_listen=args.metrics_listen,
+            max_parked_reads_per_connection=args.max_parked_reads_per_connection,
+        )
+    except InvalidArgumentError as error:
+        message = str(error)
+        # The store and the server name their fields: say the flags instead.
+        for name in [*values, "max_parked_reads_per_connection"]:
+            message = message.replace(name, "--" + name.replace("_", "-"))
+        parser.error(message)
+
+
+def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
+    """Runs the server until SIGTERM or SIGINT; exits with 2 on a bad argument."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    parser = _parser()
+    server = _server(parser, parser.parse_args(argv), clock or SystemClock())
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        _log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    def on_reload(_signum: int, _frame: object) -> None:
+        if server.tokens is None:
+            _log.info("received SIGHUP; no token file to reload")
+            return
+        try:
+            server.tokens.reload()
+        except InvalidArgumentError as error:
+            _log.error("token file not reloaded, keeping the previous tokens: %s", error)
+
+    # Before announcing the address: a signal sent as soon as it is printed must stop cleanly.
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_reload)
+    try:
+        server.start()
+    except InvalidArgumentError as error:
+        parser.error(str(error))
+    print(f"listening on {server.address}", flush=True)
+    # Wake up now and then: a signal that lands as this thread goes to sleep (or on another
+    # thread) does not interrupt an untimed wait, and its handler runs only once we wake.
+    while not stop.wait(timeout=0.2):
+        pass
+    server.stop()
+    sys.exit(0)

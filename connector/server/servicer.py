@@ -1,0 +1,269 @@
+"""The store's gRPC service on an event loop: a thin async servicer over :class:`SegmentStore`.
+
+The servicer converts messages to domain calls and domain errors to status
+codes; it holds no state of its own beyond the parked reads. The store's
+calls block (a change waits for its group's fsync), so each runs on a thread
+pool, one for changes and one for reads: an append never queues behind
+reads, nor a read behind appends. A read that waits at a segment's tail
+holds no thread at all: it parks on the event loop (:mod:`.parked_reads`)
+until the store says there is something to answer, the wait ends, or the
+client goes away, which withdraws it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import grpc
+
+from connector._proto import store_pb2 as _pb
+from connector._proto import store_pb2_grpc as _pb_grpc
+from connector._wire import MAX_READ_BYTES
+from connector.errors import TidemarkError
+from connector.model import ReadResult
+from connector.ops import StoreMetrics
+from connector.server.messages import state_message, stream_message
+from connector.server.parked_reads import ParkedReads
+from connector.server.status import error_metadata, shortened, status_of
+from connector.store import SegmentStore
+
+__all__ = ["SegmentStoreServicer"]
+
+_Result = TypeVar("_Result")
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: TidemarkError) -> None:
+    context.set_trailing_metadata(error_metadata(error))
+    await context.abort(status_of(error), shortened(str(error)))
+
+
+def _nothing_to_answer_yet(result: ReadResult, known_watermark: int) -> bool:
+    """Whether a read at ``result.offset`` would wait: no data, no end, no higher watermark."""
+    return not result.data and not result.end_of_segment and result.watermark <= known_watermark
+
+
+class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
+    """Answers the SegmentStore service from a :class:`SegmentStore`, counting in ``metrics``.
+
+    ``changes`` runs the calls that change the store, ``reads`` the others.
+    """
+
+    def __init__(
+        self,
+        store: SegmentStore,
+        metrics: StoreMetrics,
+        changes: ThreadPoolExecutor,
+        reads: ThreadPoolExecutor,
+        parked: ParkedReads,
+    ):
+        self._store = store
+        self._metrics = metrics
+        self._changes = changes
+        self._reads = reads
+        self._parked = parked
+
+    async def _run(
+        self,
+        context: grpc.aio.ServicerContext,
+        pool: ThreadPoolExecutor,
+        work: Callable[..., _Result],
+        *args: Any,
+    ) -> _Result:
+        """``work(*args)`` on ``pool``; a domain error aborts the call with its status."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                pool, functools.partial(work, *args)
+            )
+        except TidemarkError as error:
+            await _abort(context, error)
+            raise  # unreachable: abort raises
+
+    async def _change(
+        self, context: grpc.aio.ServicerContext, work: Callable[..., _Result], *args: Any
+    ) -> _Result:
+        return await self._run(context, self._changes, work, *args)
+
+    async def _look(
+        self, context: grpc.aio.ServicerContext, work: Callable[..., _Result], *args: Any
+    ) -> _Result:
+        return await self._run(context, self._reads, work, *args)
+
+    async def CreateScope(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        await self._change(context, self._store.create_scope, request.scope)
+        return _pb.CreateScopeResponse(scope=request.scope)
+
+    async def CreateStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        store = self._store
+        return stream_message(
+            await self._change(
+                context, store.create_stream, request.scope, request.stream, request.segment_count
+            )
+        )
+
+    async def DescribeStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        store = self._store
+        return stream_message(
+            await self._look(context, store.describe_stream, request.scope, request.stream)
+        )
+
+    async def ScaleStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        description = await self._change(
+            context,
+            self._store.scale_stream,
+            request.scope,
+            request.stream,
+            list(request.sealed_segments),
+            request.split_count,
+        )
+        return stream_message(description)
+
+    async def SealStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        store = self._store
+        return stream_message(
+            await self._change(context, store.seal_stream, request.scope, request.stream)
+        )
+
+    async def DeleteStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        await self._change(context, self._store.delete_stream, request.scope, request.stream)
+        return _pb.DeleteStreamResponse()
+
+    async def AppendEvents(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        with self._metrics.timing(self._metrics.append_seconds):
+            result = await self._change(
+                context,
+                self._store.append,
+                request.segment,
+                request.writer_id,
+                request.first_event_number,
+                request.events,
+                request.routing_keys,
+            )
+        self._metrics.appended(request.segment, request.events[result.duplicates :])
+        return _pb.AppendResponse(
+            write_offset=result.write_offset,
+            ingestion_time=result.ingestion_time,
+            appended=result.appended,
+            duplicates=result.duplicates,
+        )
+
+    async def ReadSegment(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        known = request.known_watermark if request.has_known_watermark else None
+        # Larger answers would not fit a message; the reader asks again from next_offset.
+        max_bytes = min(request.max_bytes, MAX_READ_BYTES)
+        read = functools.partial(self._store.read, request.segment, request.offset, max_bytes, 0)
+        with self._metrics.timing(self._metrics.read_seconds):
+            result = await self._look(context, read, known)
+            # The watermark this read started from: what a later rise is measured against.
+            known = result.watermark if known is None else known
+            if request.wait_ms > 0 and _nothing_to_answer_yet(result, known):
+                await self._park(context, request.segment, request.offset, known, request.wait_ms)
+                result = await self._look(context, read, known)
+        return _pb.ReadResponse(
+            segment=result.segment,
+            offset=result.offset,
+            next_offset=result.next_offset,
+            data=result.data,
+            watermark=result.watermark,
+            end_of_segment=result.end_of_segment,
+            successors=result.successors,
+        )
+
+    async def _park(
+        self,
+        context: grpc.aio.ServicerContext,
+        segment: str,
+        offset: int,
+        known_watermark: int,
+        wait_ms: int,
+    ) -> None:
+        """Waits, holding no thread, until a read at ``offset`` has something to answer.
+
+        That is: data past ``offset``, a seal, a watermark above
+        ``known_watermark``, a truncation, or the server stopping; at most
+        ``wait_ms``. A cancelled call withdraws its wait at once.
+        """
+        loop = asyncio.get_running_loop()
+        try:
+            with self._parked.parked(context.peer()) as woken:
+                withdraw = self._store.watch_tail(
+                    segment, offset, known_watermark, lambda: loop.call_soon_threadsafe(woken.set)
+                )
+                if withdraw is None:
+                    return
+                try:
+                    await asyncio.wait_for(woken.wait(), wait_ms / 1000)
+                except TimeoutError:
+                    pass
+                finally:
+                    withdraw()
+        except TidemarkError as error:
+            await _abort(context, error)
+
+    async def PlanRead(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        plan = await self._look(
+            context,
+            self._store.plan_read,
+            request.segment,
+            request.offset,
+            request.max_events or None,
+            request.max_bytes or None,
+        )
+        return _pb.PlanReadResponse(
+            segment=plan.segment,
+            offset=plan.offset,
+            next_offset=plan.next_offset,
+            events=plan.events,
+            watermark=plan.watermark,
+            end_of_segment=plan.end_of_segment,
+            at_tail=plan.at_tail,
+            successors=plan.successors,
+        )
+
+    async def TruncateStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        result = await self._change(
+            context, self._store.truncate_stream, request.scope, request.stream, dict(request.cut)
+        )
+        return _pb.TruncateStreamResponse(
+            removed_segments=result.removed_segments, bytes_freed=result.bytes_freed
+        )
+
+    async def ListScopes(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        return _pb.ListScopesResponse(scopes=await self._look(context, self._store.scopes))
+
+    async def ListStreams(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        streams = await self._look(context, self._store.list_streams, request.scope)
+        return _pb.ListStreamsResponse(streams=streams)
+
+    async def ListStateKeys(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        keys = await self._look(context, self._store.state_keys, request.prefix)
+        return _pb.ListStateKeysResponse(keys=keys)
+
+    async def GetSegmentInfo(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        info = await self._look(context, self._store.segment_info, request.segment)
+        return _pb.SegmentInfo(
+            segment=info.segment,
+            creation_time=info.creation_time,
+            last_write_time=info.last_write_time,
+            write_offset=info.write_offset,
+            sealed=info.sealed,
+            watermark=info.watermark,
+            key_low=info.key_low,
+            key_high=info.key_high,
+        )
+
+    async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        return state_message(await self._look(context, self._store.get_state, request.key))
+
+    async def CompareAndSetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        written, current = await self._change(
+            context,
+            self._store.compare_and_set_state,
+            request.key,
+            request.expected_revision,
+            request.value,
+        )
+        return _pb.CompareAndSetStateResponse(written=written, current=state_message(current))

@@ -1,0 +1,74 @@
+"""How a domain error travels to a client: its status code, metadata and message."""
+
+from __future__ import annotations
+
+import grpc
+
+from connector._wire import (
+    ERROR_KIND_KEY,
+    FIRST_OFFSET_KEY,
+    SEALED_SEGMENT_KEY,
+    SUCCESSORS_KEY,
+)
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    SegmentSealedError,
+    StoreUnavailableError,
+    TidemarkError,
+    TruncatedError,
+)
+
+__all__ = ["error_metadata", "shortened", "status_of"]
+
+_STATUS_OF_ERROR: list[tuple[type[TidemarkError], grpc.StatusCode]] = [
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
+]
+
+#: The longest message a status carries: gRPC sends it in the trailers, whose size is limited.
+_MAX_MESSAGE_CHARS = 1_000
+
+
+def status_of(error: TidemarkError) -> grpc.StatusCode:
+    """The gRPC status code a domain error is reported with."""
+    for error_type, code in _STATUS_OF_ERROR:
+        if isinstance(error, error_type):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata that lets a client raise the same error with the same fields.
+
+    Every error sends its class name; a SegmentSealedError also sends its
+    segment and successors (comma-separated), a TruncatedError its segment
+    and first readable offset.
+    """
+    metadata = ((ERROR_KIND_KEY, type(error).__name__),)
+    if isinstance(error, SegmentSealedError):
+        metadata += (
+            (SEALED_SEGMENT_KEY, error.segment),
+            (SUCCESSORS_KEY, ",".join(error.successors)),
+        )
+    if isinstance(error, TruncatedError):
+        metadata += (
+            (SEALED_SEGMENT_KEY, error.segment),
+            (FIRST_OFFSET_KEY, str(error.first_offset)),
+        )
+    return metadata
+
+
+def shortened(message: str) -> str:
+    """``message`` cut to what a status's trailers can carry, saying how long it was."""
+    if len(message) <= _MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:_MAX_MESSAGE_CHARS]}... ({len(message)} characters in all)"
