@@ -40,7 +40,7 @@ class StoreConfig:
     max_event_size: int = 1024 * 1024
     max_open_files: int | None = None
     max_segments: int = 100_000
-    compact_after_records: int = 50_000
+    compact_after_records: int = 20_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
