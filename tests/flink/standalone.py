@@ -1,0 +1,222 @@
+"""A Flink standalone cluster started with the scripts apache-flink ships, for one test.
+
+:func:`standalone_cluster` copies the package's ``conf`` folder into a folder
+of the test's, sets free ports, two task slots, fast failure detection, a
+restart strategy, file checkpoints and this environment's Python, and runs
+``bin/start-cluster.sh`` with ``FLINK_CONF_DIR`` pointing there. It stops the
+cluster with ``bin/stop-cluster.sh`` afterwards, and then kills whatever of it
+is still running (a TaskManager's Python workers outlive it when it is killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pyflink
+import yaml
+
+__all__ = ["StandaloneCluster", "standalone_cluster"]
+
+FLINK_HOME = pathlib.Path(pyflink.__file__).parent
+_TASK_MANAGER_CLASS = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+_SCRIPT_TIMEOUT_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
+    """The settings this test's cluster differs from the shipped ``config.yaml`` in."""
+    python = sys.executable
+    return {
+        "jobmanager.rpc.port": _free_port(),
+        "jobmanager.memory.process.size": "1024m",
+        "taskmanager.memory.process.size": "1400m",
+        "taskmanager.numberOfTaskSlots": 2,
+        "parallelism.default": 2,
+        "rest.address": "localhost",
+        "rest.bind-address": "localhost",
+        "rest.port": rest_port,
+        "blob.server.port": str(_free_port()),
+        # A killed TaskManager is noticed within seconds, not the default 50 s.
+        "heartbeat.interval": 1_000,
+        "heartbeat.timeout": 5_000,
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": 30,
+        "restart-strategy.fixed-delay.delay": "1 s",
+        "execution.checkpointing.dir": (folder / "checkpoints").as_uri(),
+        "execution.checkpointing.storage": "filesystem",
+        "python.executable": python,
+        "python.client.executable": python,
+        "io.tmp.dirs": str(folder / "tmp"),
+    }
+
+
+def _process_tree(root: int) -> list[int]:
+    """``root`` and every process descended from it (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending += children.get(pid, [])
+    return tree
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line contains ``text``."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                    found.append(int(entry.name))
+    return found
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class StandaloneCluster:
+    """A running standalone cluster: submit with ``flink run``, ask its REST API, kill workers."""
+
+    def __init__(self, folder: pathlib.Path):
+        self.folder = folder
+        self.conf_dir = folder / "conf"
+        self.rest_port = _free_port()
+        self.env = {
+            **os.environ,
+            "FLINK_CONF_DIR": str(self.conf_dir),
+            "FLINK_LOG_DIR": str(folder / "log"),
+            "FLINK_PID_DIR": str(folder / "pids"),
+        }
+
+    def configure(self) -> None:
+        """Writes the cluster's ``conf`` folder."""
+        shutil.copytree(FLINK_HOME / "conf", self.conf_dir)
+        for name in ("log", "pids", "tmp"):
+            (self.folder / name).mkdir()
+        path = self.conf_dir / "config.yaml"
+        shipped = yaml.safe_load(path.read_text()) or {}
+        # Flat keys beside the shipped nested ones: Flink reads both forms.
+        flat = {**self._flattened(shipped), **_configuration(self.folder, self.rest_port)}
+        path.write_text(yaml.safe_dump(flat))
+
+    @staticmethod
+    def _flattened(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+        for key, value in tree.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                flat.update(StandaloneCluster._flattened(value, name + "."))
+            else:
+                flat[name] = value
+        return flat
+
+    def script(self, name: str, *args: str) -> str:
+        """Runs ``bin/NAME`` with the cluster's settings; returns its output."""
+        done = subprocess.run(
+            [str(FLINK_HOME / "bin" / name), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=_SCRIPT_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            command = " ".join([f"bin/{name}", *args])
+            msg = f"{command} exited with {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            raise AssertionError(msg)
+        return done.stdout + done.stderr
+
+    def rest(self, path: str) -> Any:
+        """The JSON answer of the JobManager's REST API at ``path``."""
+        url = f"http://localhost:{self.rest_port}{path}"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return json.load(answer)
+
+    def task_managers(self) -> int:
+        """How many TaskManagers are registered (0 while the REST API is not up)."""
+        try:
+            return int(self.rest("/overview")["taskmanagers"])
+        except OSError:
+            return 0
+
+    def run_py(self, script: pathlib.Path, *args: str) -> str:
+        """Submits ``script`` with ``flink run -d -py``; returns the job's id."""
+        output = self.script("flink", "run", "-d", "-py", str(script), *args)
+        for line in output.splitlines():
+            if "JobID" in line:
+                return line.split()[-1]
+        msg = f"flink run printed no job id:\n{output}"
+        raise AssertionError(msg)
+
+    def checkpoints(self, job: str) -> dict[str, Any]:
+        """The job's checkpoint statistics."""
+        return self.rest(f"/jobs/{job}/checkpoints")
+
+    def kill_task_manager(self) -> int:
+        """Kills the TaskManager and its Python workers with SIGKILL; returns its pid."""
+        [task_manager] = [p for p in _pids_with(_TASK_MANAGER_CLASS) if self._ours(p)]
+        _kill(_process_tree(task_manager))
+        return task_manager
+
+    def _ours(self, pid: int) -> bool:
+        with contextlib.suppress(OSError):
+            return str(self.conf_dir) in pathlib.Path(f"/proc/{pid}/cmdline").read_text()
+        return False
+
+    def leftovers(self) -> list[int]:
+        """The processes of this cluster still running, with their descendants."""
+        roots = [p for p in _pids_with(str(self.conf_dir)) if p != os.getpid()]
+        return sorted({pid for root in roots for pid in _process_tree(root)})
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            msg = f"timed out after {timeout} s waiting for {what}"
+            raise AssertionError(msg)
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def standalone_cluster(folder: pathlib.Path) -> Iterator[StandaloneCluster]:
+    """A standalone cluster of one JobManager and one TaskManager, for the ``with`` block."""
+    folder.mkdir(parents=True)
+    cluster = StandaloneCluster(folder)
+    cluster.configure()
+    try:
+        cluster.script("start-cluster.sh")
+        _wait(lambda: cluster.task_managers() == 1, 120, "the TaskManager to register")
+        yield cluster
+    finally:
+        with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
+            cluster.script("stop-cluster.sh")
+        _kill(cluster.leftovers())

@@ -1,0 +1,96 @@
+"""The adapter on a Flink standalone cluster: ``flink run -py``, a TaskManager killed, exactly once.
+
+One job, submitted the way users go past one machine: a cluster started with
+the ``start-cluster.sh`` that apache-flink ships, the job given to ``flink
+run -py`` (:mod:`examples.flink_cluster_job`), a store server in a process of
+its own. Once the job has finished part files for the first events (so a
+checkpoint completed), the TaskManager and its Python workers are killed
+with SIGKILL and a new TaskManager is started; the job restores from its
+last checkpoint and goes on. Every event written must be in the finished
+files exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+
+from .standalone import standalone_cluster
+
+pytestmark = pytest.mark.slow
+
+_JOB = pathlib.Path(__file__).resolve().parents[2] / "examples" / "flink_cluster_job.py"
+
+
+def _finished_events(output: pathlib.Path) -> list[int]:
+    """The events in the finished part files (in-progress and pending ones are hidden)."""
+    return [
+        json.loads(line)["n"]
+        for part in output.rglob("part-*")
+        if not part.name.startswith(".")
+        for line in part.read_text().splitlines()
+    ]
+
+
+def _write(client: StoreClient, numbers: range) -> None:
+    with EventWriter(client, "x/s", JsonSerializer()) as writer:
+        for n in numbers:
+            writer.write_event({"n": n}, routing_key=f"k{n % 5}")
+
+
+def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
+    spawn_server: Callable[..., Any], tmp_path: pathlib.Path, wait_until: Callable[..., Any]
+) -> None:
+    server = spawn_server(tmp_path / "store")
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("x")
+    StreamManager(client).create_stream("x", "s", 2)
+    output = tmp_path / "output"
+    _write(client, range(200))
+
+    with standalone_cluster(tmp_path / "flink") as cluster:
+        job = cluster.run_py(
+            _JOB,
+            *("--uri", server.uri, "--stream", "x/s", "--output", output.as_uri()),
+            *("--checkpoint-ms", "500"),
+        )
+        wait_until(
+            lambda: len(_finished_events(output)) >= 200,
+            timeout=120,
+            what="the first 200 events in finished part files",
+        )
+        cluster.kill_task_manager()
+        _write(client, range(200, 400))
+        cluster.script("taskmanager.sh", "start")
+        wait_until(
+            lambda: cluster.checkpoints(job)["latest"]["restored"] is not None,
+            timeout=120,
+            what="the job to restore from a checkpoint",
+        )
+        wait_until(
+            lambda: len(_finished_events(output)) >= 400,
+            timeout=120,
+            what="all 400 events in finished part files",
+        )
+        # Two more checkpoints: a repeat would have been finished by now.
+        completed = cluster.checkpoints(job)["counts"]["completed"]
+        wait_until(
+            lambda: cluster.checkpoints(job)["counts"]["completed"] >= completed + 2,
+            timeout=60,
+            what="two more checkpoints",
+        )
+        events = Counter(_finished_events(output))
+        restored = cluster.checkpoints(job)["latest"]["restored"]
+        cluster.script("flink", "cancel", job)
+    client.close()
+
+    assert sorted(events) == list(range(400)), "every event is in the output"
+    assert [n for n, times in events.items() if times > 1] == [], "no event is there twice"
+    assert restored["is_savepoint"] is False
