@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from connector.client.connection import StoreClient
+from connector.names import SegmentId
+from connector.reader.lineage import describe_streams, lineage_lane
 from connector.reader.planning import (
     Frontier,
     SegmentRange,
@@ -42,7 +44,10 @@ class ReadTask:
 
     Attributes:
         epoch: the epoch that planned it.
-        index: its number within the epoch; subtask ``index % parallelism`` reads it.
+        index: its lineage's lane (:func:`~connector.reader.lineage.lineage_lane`),
+            the same in every epoch; subtask ``index % parallelism`` reads it, so
+            one segment is read by one subtask in every epoch and a key's events
+            are not overtaken by that key's events of the next epoch.
         ranges: ``(segment, start, stop)`` byte ranges of whole events, in read order.
         watermark_in_force: the last watermark emitted before this epoch, or None.
     """
@@ -125,11 +130,22 @@ def plan_epoch(
         )
     chains = lineage_chains(client, ranges_between(previous, frontier))
     tasks = tuple(
-        ReadTask(epoch, index, tuple(_triple(r) for r in chain), previous.watermark)
-        for index, chain in enumerate(chains)
+        ReadTask(epoch, lane, tuple(_triple(r) for r in chain), previous.watermark)
+        for lane, chain in zip(_lanes(client, chains), chains, strict=True)
     )
     rose = frontier.watermark is not None and frontier.watermark != previous.watermark
     return EpochPlan(frontier, tasks, EpochEnd(epoch, frontier.watermark if rose else None))
+
+
+def _lanes(client: StoreClient, chains: Sequence[Sequence[SegmentRange]]) -> list[int]:
+    """Each chain's lane, from its first segment's lineage."""
+    if not chains:
+        return []
+    streams = {SegmentId.parse(chain[0].segment).stream_id for chain in chains}
+    by_name = {
+        s.segment: s for d in describe_streams(client, sorted(streams, key=str)) for s in d.segments
+    }
+    return [lineage_lane(by_name, chain[0].segment) for chain in chains]
 
 
 def _triple(segment_range: SegmentRange) -> tuple[str, int, int]:

@@ -2,8 +2,12 @@
 
 - :class:`EpochCoordinator` runs at parallelism 1, keyed by a constant, so
   its frontier lives in keyed ``ValueState`` and is checkpointed with the job.
-  Each tick is an epoch: it plans with :func:`~flink_adapter.epochs.plan_epoch`
-  and emits the epoch's read tasks, then its end.
+  An epoch starts every ``epoch_interval_ms`` on a processing-time timer (the
+  ticks only start it and keep the job unbounded: Flink's ``datagen`` emits a
+  second's rows in one burst, so epochs paced by ticks would come once a
+  second): it plans with :func:`~flink_adapter.epochs.plan_epoch` and emits
+  the epoch's read tasks, then its end. A bounded read plans once, on its one
+  tick.
 - :class:`TaskReader` runs at the source's parallelism behind a broadcast:
   every subtask sees every record, reads the tasks whose index falls to it
   and, on each epoch's end, emits one watermark row, also when it had nothing
@@ -103,7 +107,11 @@ def final_frontier(client: StoreClient, settings: SourceSettings, start: Frontie
 
 
 class EpochCoordinator(KeyedProcessFunction):
-    """Plans one epoch per tick from the frontier in keyed state; emits tasks, then the end."""
+    """Plans an epoch every interval from the frontier in keyed state; emits tasks, then the end.
+
+    The next epoch's time is keyed state too, and its timer is Flink's, so
+    both are checkpointed together: a restored coordinator goes on at once.
+    """
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
@@ -116,6 +124,9 @@ class EpochCoordinator(KeyedProcessFunction):
         )
         self._epoch = runtime_context.get_state(
             ValueStateDescriptor("tidemark-epoch", Types.LONG())
+        )
+        self._next_epoch_at = runtime_context.get_state(
+            ValueStateDescriptor("tidemark-next-epoch-at", Types.LONG())
         )
         self._client = _client(self.settings)
         metrics = runtime_context.get_metrics_group().add_group("tidemark")
@@ -130,24 +141,43 @@ class EpochCoordinator(KeyedProcessFunction):
             self._client.close()
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[str]:  # noqa: D102
+        if self.settings.bounded:
+            yield from self._plan_whole_read()
+        elif self._next_epoch_at.value() is None:  # the first tick: the first epoch, now
+            self._schedule(ctx, ctx.timer_service().current_processing_time())
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[str]:  # noqa: D102
+        if timestamp != self._next_epoch_at.value():
+            return  # not the epoch timer in force
+        yield from self._plan_next_epoch()
+        now = ctx.timer_service().current_processing_time()
+        self._schedule(ctx, max(timestamp, now) + self.settings.epoch_interval_ms)
+
+    def _schedule(self, ctx: Any, at: int) -> None:
+        ctx.timer_service().register_processing_time_timer(at)
+        self._next_epoch_at.update(at)
+
+    def _plan_whole_read(self) -> Iterator[str]:
+        assert self._client is not None
+        if self._frontier.value() is not None:
+            return  # a bounded read plans once
+        epoch = (self._epoch.value() or 0) + 1
+        start = initial_frontier(self._client, self.settings)
+        end = final_frontier(self._client, self.settings, start)
+        chains = lineage_chains(self._client, ranges_between(start, end))
+        tasks = [
+            ReadTask(epoch, index, tuple((r.segment, r.start, r.stop) for r in chain), None)
+            for index, chain in enumerate(chains)
+        ]
+        self._frontier.update(end.to_json())
+        self._epoch.update(epoch)
+        yield from (task.encode() for task in tasks)
+        yield EpochEnd(epoch, end.watermark).encode()
+
+    def _plan_next_epoch(self) -> Iterator[str]:
         assert self._client is not None
         saved = self._frontier.value()
         epoch = (self._epoch.value() or 0) + 1
-        if self.settings.bounded:
-            if saved is not None:
-                return  # a bounded read plans once
-            start = initial_frontier(self._client, self.settings)
-            end = final_frontier(self._client, self.settings, start)
-            chains = lineage_chains(self._client, ranges_between(start, end))
-            tasks = [
-                ReadTask(epoch, index, tuple((r.segment, r.start, r.stop) for r in chain), None)
-                for index, chain in enumerate(chains)
-            ]
-            self._frontier.update(end.to_json())
-            self._epoch.update(epoch)
-            yield from (task.encode() for task in tasks)
-            yield EpochEnd(epoch, end.watermark).encode()
-            return
         previous = (
             Frontier.from_json(saved)
             if saved is not None

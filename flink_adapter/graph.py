@@ -14,9 +14,10 @@
     readings = reader.create_stream(env)
 
 PyFlink runs no Python source and no Python watermark generator, so the
-source is a small graph (see :mod:`flink_adapter.functions`): a rate-limited
-tick (Flink's ``datagen``; a one-element collection for a bounded read) into
-the coordinator, its tasks broadcast to the readers, and the readers' rows
+source is a small graph (see :mod:`flink_adapter.functions`): a tick a
+second (Flink's ``datagen``; a one-element collection for a bounded read)
+into the coordinator, which plans an epoch every ``epoch_interval_ms`` on a
+processing-time timer, its tasks broadcast to the readers, and the readers' rows
 through the Table runtime's watermark assigner, which makes Flink's
 watermark follow the rows' ``wm`` column; the ``wm`` rows are then dropped.
 
@@ -138,11 +139,12 @@ def _ticks(
 ) -> DataStream:
     if settings.bounded:
         return env.from_collection([0], type_info=Types.INT()).set_parallelism(1)
-    rate = max(1, round(1000 / settings.epoch_interval_ms))
+    # One tick a second: the ticks only start the coordinator's epoch timer and keep the
+    # job unbounded (a source that ends would pass Long.MAX_VALUE as the watermark).
     table = f"tidemark_ticks_{abs(hash(settings.uid_prefix))}"
     t_env.execute_sql(
         f"CREATE TEMPORARY TABLE IF NOT EXISTS {table} (n BIGINT) WITH ("
-        f"'connector'='datagen', 'rows-per-second'='{rate}', 'scan.parallelism'='1')"
+        "'connector'='datagen', 'rows-per-second'='1', 'scan.parallelism'='1')"
     )
     return t_env.to_data_stream(t_env.from_path(table))
 

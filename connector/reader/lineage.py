@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 
 from connector.client.connection import StoreClient
@@ -10,7 +11,7 @@ from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import Successor
 
-__all__ = ["ancestors", "describe_streams", "successors_of"]
+__all__ = ["ancestors", "describe_streams", "lineage_lane", "successors_of"]
 
 
 def describe_streams(
@@ -55,3 +56,19 @@ def ancestors(by_name: Mapping[str, SegmentDescription], segments: Iterable[str]
             seen.add(name)
             todo.extend(by_name[name].predecessors)
     return seen
+
+
+def lineage_lane(by_name: Mapping[str, SegmentDescription], segment: str) -> int:
+    """A number that ``segment`` shares with every segment of its lineage, at any time.
+
+    It is the lineage's oldest segment (the lowest number among ``segment``
+    and its ancestors) and its stream, folded into one int that stays the
+    same across processes. Work split by lane (``lane % workers``) keeps one
+    lineage on one worker: successors after a split, and after a merge of
+    segments that share an ancestor, go where their predecessors went.
+    """
+    oldest = min(
+        {segment} | ancestors(by_name, [segment]), key=lambda name: SegmentId.parse(name).number
+    )
+    parsed = SegmentId.parse(oldest)
+    return zlib.crc32(str(parsed.stream_id).encode()) + parsed.number

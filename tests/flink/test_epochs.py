@@ -80,3 +80,31 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
     assert [(e.event_time - now, e.late) for e in events] == [(-10, True), (0, True), (10, False)]
     assert all(isinstance(e.event, str) for e in events)
     client.close()
+
+
+def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_follow(
+    start_store, clock
+):
+    server, client = _store(start_store)
+    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    first, second = [s.segment for s in client.describe_stream("e", "s").segments]
+    written: dict[str, int] = {}
+
+    def lanes_after(segments: list[str], epoch: int) -> dict[str, int]:
+        """Appends two events to each of ``segments``; the lane of each task planned next."""
+        nonlocal frontier
+        for segment in segments:
+            client.append(segment, f"w-{segment}", written.get(segment, 0), [b"a", b"b"])
+            written[segment] = written.get(segment, 0) + 2
+        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG)
+        frontier = plan.frontier
+        return {task.ranges[0][0]: task.index for task in plan.tasks}
+
+    both = lanes_after([first, second], 1)
+    assert both[first] % 2 != both[second] % 2, "two segments, two readers"
+    assert lanes_after([second], 2) == {second: both[second]}, "not moved to the first reader"
+    assert lanes_after([first], 3) == {first: both[first]}
+    successors = client.scale_stream("e", "s", [1], split_count=2).segments
+    successor = next(s.segment for s in successors if second in s.predecessors)
+    assert lanes_after([successor], 4) == {successor: both[second]}, "a successor follows"
+    client.close()
