@@ -6,6 +6,7 @@ Not a benchmark itself (``run.py`` runs only ``*_bench.py`` files).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import platform
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from run import command_line, write_section
 
 __all__ = [
+    "EVENT_BYTES",
     "BenchFailure",
     "ChildProcess",
     "StoreServerProcess",
@@ -31,13 +33,17 @@ __all__ = [
     "cpu_seconds",
     "load_average",
     "machine_facts",
+    "java_version",
+    "json_event",
     "markdown_table",
+    "package_version",
     "percentile",
     "print_table",
     "raise_on_signal",
     "run_and_record",
     "signals_interrupt",
     "timed",
+    "write_store_and_files",
 ]
 
 START_TIMEOUT_S = 30.0
@@ -351,3 +357,78 @@ def markdown_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(rows[0]) + " |", "| --- " + "| ---: " * (len(rows[0]) - 1) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
     return "\n".join(lines)
+
+
+# --- events the engine benchmarks share --------------------------------------------------
+
+#: The size of each benchmark event, in bytes.
+EVENT_BYTES = 100
+
+
+def json_event(i: int, ts: int, key: str) -> str:
+    """Event ``i`` as JSON of exactly :data:`EVENT_BYTES` bytes (padded).
+
+    ``{"ts": ms, "key": "kN", "value": i, "pad": "xxx..."}``.
+    """
+    head = json.dumps({"ts": ts, "key": key, "value": i, "pad": ""}, separators=(",", ":"))
+    pad = EVENT_BYTES - len(head)
+    if pad < 0:
+        msg = f"event {i} is {len(head)} bytes before padding, more than {EVENT_BYTES}"
+        raise BenchFailure(msg)
+    return head[:-2] + "x" * pad + '"}'
+
+
+def write_store_and_files(
+    uri: str, stream: str, *, events: int, keys: int, file_events: int, json_dir: str
+) -> list[int]:
+    """Writes ``events`` events to a new 2-segment ``stream`` and, byte for byte, to files.
+
+    The files are JSON lines of ``file_events`` events each in ``json_dir``
+    (created). ``ts`` is the wall clock when the event is written; returns
+    the events' ``ts`` in order.
+    """
+    from connector import EventWriter, StoreClient, StringSerializer
+
+    scope, _, name = stream.partition("/")
+    names = [f"k{n}" for n in range(keys)]
+    times = []
+    os.makedirs(json_dir)
+    with StoreClient(uri) as client:
+        client.create_scope(scope)
+        client.create_stream(scope, name, segment_count=2)
+        file = None
+        try:
+            with EventWriter(client, stream, StringSerializer()) as writer:
+                for i in range(events):
+                    if i % file_events == 0:
+                        if file is not None:
+                            file.close()
+                        path = os.path.join(json_dir, f"part-{i // file_events:06d}.json")
+                        file = open(path, "w", encoding="utf-8")  # noqa: SIM115
+                    key = names[i % len(names)]
+                    ts = int(time.time() * 1000)
+                    line = json_event(i, ts, key)
+                    writer.write_event(line, routing_key=key)
+                    file.write(line + "\n")
+                    times.append(ts)
+        finally:
+            if file is not None:
+                file.close()
+    return times
+
+
+def package_version(package: str) -> str:
+    """The installed version of ``package``."""
+    from importlib import metadata
+
+    return metadata.version(package)
+
+
+def java_version() -> str:
+    """The first line of ``java -version``."""
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "Java unknown"
+    first = (out.stderr or out.stdout).splitlines()[:1]
+    return first[0].replace('"', "") if first else "Java unknown"

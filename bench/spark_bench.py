@@ -37,7 +37,6 @@ of the steady-state batches.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -49,23 +48,24 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _support import (  # noqa: E402
+    EVENT_BYTES,
     BenchFailure,
     StoreServerProcess,
     command_block,
+    java_version,
     load_average,
     machine_facts,
     markdown_table,
+    package_version,
     print_table,
     run_and_record,
+    write_store_and_files,
 )
-
-from connector import EventWriter, StoreClient, StringSerializer  # noqa: E402
 
 __all__ = ["main"]
 
 SECTION = "spark"
 HEADING = "Spark adapter: steady-state throughput and query start, tidemark vs Spark's file source"
-EVENT_BYTES = 100
 TARGET_WINDOW_EVENTS_PER_S = 150_000
 TARGET_RATIO = 0.7
 TARGET_START_GAP_S = 2.0
@@ -107,43 +107,16 @@ class Run:
 # --- data ------------------------------------------------------------------------------
 
 
-def _line(i: int, ts: int, key: str) -> str:
-    """Event ``i`` as JSON of exactly :data:`EVENT_BYTES` bytes (padded)."""
-    head = json.dumps({"ts": ts, "key": key, "value": i, "pad": ""}, separators=(",", ":"))
-    pad = EVENT_BYTES - len(head)
-    if pad < 0:
-        msg = f"event {i} is {len(head)} bytes before padding, more than {EVENT_BYTES}"
-        raise BenchFailure(msg)
-    return head[:-2] + "x" * pad + '"}'
-
-
 def write_events(args: argparse.Namespace, uri: str, json_dir: str) -> list[int]:
     """Writes the events to the store and to JSON-lines files; returns their event times."""
-    keys = [f"k{n}" for n in range(args.keys)]
-    times = []
-    os.makedirs(json_dir)
-    with StoreClient(uri) as client:
-        client.create_scope(SCOPE)
-        client.create_stream(SCOPE, STREAM, segment_count=2)
-        file = None
-        try:
-            with EventWriter(client, f"{SCOPE}/{STREAM}", StringSerializer()) as writer:
-                for i in range(args.events):
-                    if i % args.file_events == 0:
-                        if file is not None:
-                            file.close()
-                        name = os.path.join(json_dir, f"part-{i // args.file_events:06d}.json")
-                        file = open(name, "w", encoding="utf-8")  # noqa: SIM115
-                    key = keys[i % len(keys)]
-                    ts = int(time.time() * 1000)
-                    line = _line(i, ts, key)
-                    writer.write_event(line, routing_key=key)
-                    file.write(line + "\n")
-                    times.append(ts)
-        finally:
-            if file is not None:
-                file.close()
-    return times
+    return write_store_and_files(
+        uri,
+        f"{SCOPE}/{STREAM}",
+        events=args.events,
+        keys=args.keys,
+        file_events=args.file_events,
+        json_dir=json_dir,
+    )
 
 
 # --- the queries -------------------------------------------------------------------------
@@ -400,8 +373,8 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
                 runs.append(run_query(spark, frame, system, query, checkpoint, times))
         finally:
             spark.stop()
-    facts["pyspark"] = _version("pyspark")
-    facts["java"] = _java_version()
+    facts["pyspark"] = package_version("pyspark")
+    facts["java"] = java_version()
     return runs, facts
 
 
@@ -544,23 +517,6 @@ def _python_floor(facts: dict[str, Any]) -> list[str]:
         "Python query of a session also starts Spark's Python worker daemon). Every Python "
         "data source pays this; the file source, all JVM, does not.",
     ]
-
-
-def _version(package: str) -> str:
-    from importlib import metadata
-
-    return metadata.version(package)
-
-
-def _java_version() -> str:
-    import subprocess
-
-    try:
-        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "Java unknown"
-    first = (out.stderr or out.stdout).splitlines()[:1]
-    return first[0].replace('"', "") if first else "Java unknown"
 
 
 # --- entry point -------------------------------------------------------------------------
