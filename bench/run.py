@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             if chosen:
                 raise
             # Each engine has its own environment: the other engine's benchmark runs in that one.
-            print(f"skipped: {missing.name!r} is not installed here; run it in its engine's environment")
+            print(f"skipped: {missing.name!r} is not installed here; run it in its engine's")
             continue
         status = max(status, int(module.main(args) or 0))
     return status
