@@ -78,6 +78,10 @@ def reader_row_type(deserializer: str) -> Any:
     )
 
 
+#: How often the ticks come (Flink's datagen at one row a second).
+_TICK_PERIOD_MS = 1_000
+
+
 def _client(settings: SourceSettings) -> StoreClient:
     timeout_s = settings.read_timeout_ms / 1000
     return StoreClient(settings.uri, retry_timeout_s=timeout_s, call_timeout_s=timeout_s)
@@ -143,8 +147,13 @@ class EpochCoordinator(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: Any) -> Iterator[str]:  # noqa: D102
         if self.settings.bounded:
             yield from self._plan_whole_read()
-        elif self._next_epoch_at.value() is None:  # the first tick: the first epoch, now
-            self._schedule(ctx, ctx.timer_service().current_processing_time())
+            return
+        now = ctx.timer_service().current_processing_time()
+        due = self._next_epoch_at.value()
+        # The first tick starts the epochs. A later one starts them again if the epoch timer
+        # is overdue by a tick's period: a restored job need not get its timer back.
+        if due is None or now > due + _TICK_PERIOD_MS:
+            self._schedule(ctx, now)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[str]:  # noqa: D102
         if timestamp != self._next_epoch_at.value():

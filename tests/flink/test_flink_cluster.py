@@ -76,7 +76,7 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
         )
         wait_until(
             lambda: len(_finished_events(output)) >= 400,
-            timeout=120,
+            timeout=240,
             what="all 400 events in finished part files",
         )
         # Two more checkpoints: a repeat would have been finished by now.
