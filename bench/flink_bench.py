@@ -7,20 +7,19 @@ Run it in the Flink environment (``.venv-flink/bin/python``). A store server
 subprocess (``python -m connector.server``, no idle ticks) holds ``--events``
 JSON events of exactly 100 bytes in a 2-segment stream, and the same events,
 byte for byte, are JSON-lines files. Two jobs, one after the other, on a
-local mini-cluster at parallelism 2, each the same pipeline into a
-discarding sink: the source, then a Python filter that counts the rows and
-passes none on (to ``print()``, which so prints nothing):
+local mini-cluster at parallelism 2, each its source into Flink's
+``blackhole`` sink (no Python stage after the source):
 
 - **tidemark**: :class:`flink_adapter.FlinkTidemarkReader` (unbounded, from
   the earliest position, ``json`` deserialization, the builder's defaults);
-  cancelled once every event was counted;
 - **file**: Flink's ``filesystem`` table connector with the ``json`` format
-  over the files, turned into a DataStream; it ends by itself.
+  over the files (watching the folder, so it too keeps running).
 
-Each counting subtask appends ``count wall-time`` to a file every
-``--mark`` rows. **Steady state** is events per second between the moments
-the two subtasks together had counted 10 % and 90 % of the events; **start**
-is from submitting the job to its first row.
+Each job is followed through the mini-cluster's REST API: the sink
+operator's ``numRecordsIn`` over its subtasks, polled every 100 ms, and the
+job is cancelled once every event reached it. **Steady state** is events per
+second between the polls that saw 10 % and 90 % of the events; **start** is
+from submitting the job to the first poll that saw a row.
 
 Watermark latency: a third job reads another stream in the ingestion-time
 domain (event time from the events' ``ts``, ``max_event_time_lag`` 0) into a
@@ -36,10 +35,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import re
+import socket
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,11 +70,11 @@ from _support import (  # noqa: E402
 from pyflink.common import Configuration, Types  # noqa: E402
 from pyflink.datastream import StreamExecutionEnvironment  # noqa: E402
 from pyflink.datastream.functions import (  # noqa: E402
-    FilterFunction,
     KeyedProcessFunction,
     RuntimeContext,
 )
 from pyflink.table import StreamTableEnvironment  # noqa: E402
+from pyflink.table.expressions import col  # noqa: E402
 
 from connector import EventWriter, StoreClient, StringSerializer  # noqa: E402
 from connector.client.routing import key_position  # noqa: E402
@@ -94,29 +98,6 @@ BATCH_EVERY_S = 0.01
 
 
 # --- what runs in the jobs ---------------------------------------------------------------
-
-
-class CountingFilter(FilterFunction):
-    """Counts rows, passes none; every ``mark`` rows (and at the first) appends ``count time``."""
-
-    def __init__(self, folder: str, mark: int):
-        self.folder = folder
-        self.mark = mark
-
-    def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
-        index = runtime_context.get_index_of_this_subtask()
-        self.count = 0
-        self.file = open(os.path.join(self.folder, f"subtask-{index}"), "a", encoding="utf-8")  # noqa: SIM115
-
-    def close(self) -> None:  # noqa: D102
-        self.file.close()
-
-    def filter(self, value: Any) -> bool:  # noqa: D102
-        self.count += 1
-        if self.count == 1 or self.count % self.mark == 0:
-            self.file.write(f"{self.count} {time.time()}\n")
-            self.file.flush()
-        return False
 
 
 class TimerPerEvent(KeyedProcessFunction):
@@ -154,43 +135,6 @@ class Throughput:
     steady_events_per_s: float
 
 
-def _marks(folder: str) -> list[tuple[float, int]]:
-    """``(time, total count)`` over every subtask, in time order."""
-    latest: dict[str, int] = {}
-    points: list[tuple[float, str, int]] = []
-    for name in os.listdir(folder):
-        with open(os.path.join(folder, name), encoding="utf-8") as file:
-            for line in file:
-                count, at = line.split()
-                points.append((float(at), name, int(count)))
-    totals = []
-    for at, name, count in sorted(points):
-        latest[name] = count
-        totals.append((at, sum(latest.values())))
-    return totals
-
-
-def _counted(folder: str) -> int:
-    totals = _marks(folder)
-    return totals[-1][1] if totals else 0
-
-
-def _throughput(system: str, folder: str, events: int, submitted: float) -> Throughput:
-    totals = _marks(folder)
-    first = totals[0][0]
-    low = next(at for at, total in totals if total >= 0.1 * events)
-    high = next(at for at, total in totals if total >= 0.9 * events)
-    low_total = next(total for at, total in totals if at == low)
-    high_total = next(total for at, total in totals if at == high)
-    return Throughput(system, events, first - submitted, (high_total - low_total) / (high - low))
-
-
-def _environment() -> Any:
-    configuration = Configuration()
-    configuration.set_string("parallelism.default", str(PARALLELISM))
-    return StreamExecutionEnvironment.get_execution_environment(configuration)
-
-
 def _wait(predicate: Any, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -200,13 +144,89 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def run_tidemark(
-    uri: str, stream: str, events: int, mark: int, work: str, epoch_events: int | None = None
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _environment(rest_port: int | None = None) -> Any:
+    """An environment at :data:`PARALLELISM`; with ``rest_port``, its REST API answers there."""
+    configuration = Configuration()
+    configuration.set_string("parallelism.default", str(PARALLELISM))
+    if rest_port is not None:
+        configuration.set_string("rest.port", str(rest_port))
+        configuration.set_string("rest.address", "127.0.0.1")
+        configuration.set_string("metrics.fetcher.update-interval", "100")
+    return StreamExecutionEnvironment.get_execution_environment(configuration)
+
+
+def _get(port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+        return json.load(answer)
+
+
+def _sink_count(port: int, job: str, sink: str, names: dict[str, list[str]]) -> int:
+    """The rows sink table ``sink`` took so far, over its subtasks.
+
+    The sink is chained behind other operators, so its vertex's counter
+    counts what the chain takes in: the sink operator's own ``numRecordsIn``
+    it is. ``names`` caches each vertex's metric names.
+    """
+    metric = re.compile(rf"^\d+\.({re.escape(sink)}\[\d+\]__Writer\.numRecordsIn)$")
+    count = 0
+    for vertex in _get(port, f"/jobs/{job}")["vertices"]:
+        base = f"/jobs/{job}/vertices/{vertex['id']}"
+        if not names.get(base):
+            listed = (m.match(x["id"]) for m in [metric] for x in _get(port, base + "/metrics"))
+            # One name per subtask ("0.", "1." ...) for one metric: each once, summed over all.
+            names[base] = sorted({found.group(1) for found in listed if found})
+        for name in names[base]:
+            query = urllib.parse.urlencode({"get": name, "agg": "sum"})
+            count += sum(int(x["sum"]) for x in _get(port, f"{base}/subtasks/metrics?{query}"))
+    return count
+
+
+def _follow(
+    system: str, result: Any, submitted: float, sink: str, port: int, events: int
 ) -> Throughput:
-    """The tidemark source into the counting filter, until every event is counted."""
-    folder = os.path.join(work, "tidemark-marks")
-    os.makedirs(folder)
-    env = _environment()
+    """Polls the sink's count until ``events`` reached it, then cancels the job.
+
+    ``submitted`` is when the job was handed to Flink (``time.perf_counter``).
+    """
+    client = result.get_job_client()
+    job = str(client.get_job_id())
+    names: dict[str, list[str]] = {}
+    samples: list[tuple[float, int]] = []
+    deadline = time.monotonic() + 900
+    try:
+        while not samples or samples[-1][1] < events:
+            if time.monotonic() > deadline:
+                msg = (
+                    f"{system}: {samples[-1][1] if samples else 0:,} of {events:,} events in 900 s"
+                )
+                raise BenchFailure(msg)
+            time.sleep(0.1)
+            with contextlib.suppress(OSError, KeyError):  # the REST API not up yet
+                samples.append((time.perf_counter(), _sink_count(port, job, sink, names)))
+    finally:
+        with contextlib.suppress(Exception):
+            client.cancel().result()
+    if samples[-1][1] > events:
+        msg = f"{system}: the sink took {samples[-1][1]:,} rows for {events:,} events"
+        raise BenchFailure(msg)
+    first = next(at for at, count in samples if count > 0)
+    low = next((at, count) for at, count in samples if count >= events // 10)
+    high = next((at, count) for at, count in samples if count >= events * 9 // 10)
+    rate = (high[1] - low[1]) / (high[0] - low[0])
+    return Throughput(system, events, first - submitted, rate)
+
+
+def run_tidemark(uri: str, stream: str, events: int, epoch_events: int | None = None) -> Throughput:
+    """The tidemark source into a blackhole sink, until every event reached it."""
+    port = _free_port()
+    env = _environment(port)
+    t_env = StreamTableEnvironment.create(env)
     builder = (
         FlinkTidemarkReader.builder()
         .with_store(uri)
@@ -216,36 +236,35 @@ def run_tidemark(
     )
     if epoch_events is not None:
         builder = builder.with_epoch_budget(max_events=epoch_events)
-    reader = builder.build()
-    reader.create_stream(env).filter(CountingFilter(folder, mark)).print()
-    submitted = time.time()
-    job = env.execute_async("tidemark throughput")
-    try:
-        _wait(lambda: _counted(folder) >= events, 600, f"{events:,} events counted")
-    finally:
-        with contextlib.suppress(Exception):
-            job.cancel().result()
-    return _throughput("tidemark", folder, events, submitted)
-
-
-def run_file(json_dir: str, events: int, mark: int, work: str) -> Throughput:
-    """Flink's filesystem source over the same events as JSON lines, into the counting filter."""
-    folder = os.path.join(work, "file-marks")
-    os.makedirs(folder)
-    env = _environment()
-    t_env = StreamTableEnvironment.create(env)
+    rows = builder.build().create_stream(env, t_env)
     t_env.execute_sql(
-        "CREATE TABLE events (ts BIGINT, `key` STRING, `value` BIGINT, pad STRING) WITH ("
-        f"'connector'='filesystem', 'path'='file://{json_dir}', 'format'='json')"
+        "CREATE TEMPORARY TABLE tidemark_sink (routing_key STRING, event STRING, "
+        "event_time BIGINT, late BOOLEAN) WITH ('connector'='blackhole')"
     )
-    t_env.to_data_stream(t_env.from_path("events")).filter(CountingFilter(folder, mark)).print()
-    submitted = time.time()
-    job = env.execute_async("file throughput")
-    job.get_job_execution_result().result()
-    if _counted(folder) != events:
-        msg = f"the file job counted {_counted(folder):,} events, not {events:,}"
-        raise BenchFailure(msg)
-    return _throughput("file", folder, events, submitted)
+    columns = ("routing_key", "event", "event_time", "late")
+    table = t_env.from_data_stream(rows).select(*(col(name) for name in columns))
+    submitted = time.perf_counter()
+    result = table.execute_insert("tidemark_sink")
+    return _follow("tidemark", result, submitted, "tidemark_sink", port, events)
+
+
+def run_file(json_dir: str, events: int) -> Throughput:
+    """Flink's filesystem source over the same events as JSON lines, into a blackhole sink."""
+    port = _free_port()
+    t_env = StreamTableEnvironment.create(_environment(port))
+    t_env.execute_sql(
+        "CREATE TEMPORARY TABLE files (ts BIGINT, `key` STRING, `value` BIGINT, pad STRING) WITH ("
+        f"'connector'='filesystem', 'path'='file://{json_dir}', 'format'='json', "
+        # Watching the folder keeps the job running, as the tidemark job does.
+        "'source.monitor-interval'='1 h')"
+    )
+    t_env.execute_sql(
+        "CREATE TEMPORARY TABLE file_sink (`key` STRING, pad STRING, ts BIGINT) "
+        "WITH ('connector'='blackhole')"
+    )
+    submitted = time.perf_counter()
+    result = t_env.execute_sql("INSERT INTO file_sink SELECT `key`, pad, ts FROM files")
+    return _follow("file", result, submitted, "file_sink", port, events)
 
 
 @dataclass
@@ -380,12 +399,10 @@ def _run(args: argparse.Namespace) -> str:
             json_dir=json_dir,
         )
         print("tidemark job ...", flush=True)
-        tidemark = run_tidemark(
-            server.uri, "bench/events", args.events, args.mark, work, args.epoch_events
-        )
+        tidemark = run_tidemark(server.uri, "bench/events", args.events, args.epoch_events)
         print(f"  {tidemark.steady_events_per_s:,.0f} events/s", flush=True)
         print("file job ...", flush=True)
-        file = run_file(json_dir, args.events, args.mark, work)
+        file = run_file(json_dir, args.events)
         print(f"  {file.steady_events_per_s:,.0f} events/s", flush=True)
         print(f"watermark latency: {args.latency_seconds:.0f} s ...", flush=True)
         latency = run_latency(server.uri, args.rate, args.latency_seconds, work, args.epoch_ms)
@@ -430,8 +447,9 @@ def _report(
         "",
         f"{args.events:,} events of {EVENT_BYTES} bytes, {args.keys} keys, a 2-segment stream "
         f"and the same events as JSON-lines files; parallelism {PARALLELISM}; each job's "
-        "source into a Python filter that counts and passes nothing on. Steady state: "
-        "events/s between 10 % and 90 % of the events counted; job start: submit to first row.",
+        "source into Flink's blackhole sink, whose rows are counted over the REST API. Steady "
+        "state: events/s between 10 % and 90 % of the events at the sink; job start: submit "
+        "to the first row there.",
         "",
         markdown_table(rows),
         "",
@@ -461,7 +479,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--events", type=int, default=1_000_000, help="default 1,000,000")
     parser.add_argument("--keys", type=int, default=16, help="routing keys (default 16)")
     parser.add_argument("--file-events", type=int, default=50_000, help="events per file")
-    parser.add_argument("--mark", type=int, default=1_000, help="rows between progress marks")
     parser.add_argument("--rate", type=int, default=1_000, help="latency writes, events/s")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument(
@@ -477,8 +494,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs the benchmark; 0 when it ran (targets met or not), 1 when a check failed."""
     args = _parser().parse_args(argv)
-    if min(args.events, args.keys, args.file_events, args.mark, args.rate) <= 0:
-        print("--events, --keys, --file-events, --mark and --rate must be > 0", file=sys.stderr)
+    if min(args.events, args.keys, args.file_events, args.rate) <= 0:
+        print("--events, --keys, --file-events and --rate must be > 0", file=sys.stderr)
         return 2
     return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
 
