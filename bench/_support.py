@@ -12,6 +12,7 @@ import os
 import platform
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ __all__ = [
     "command_block",
     "cpu_model",
     "cpu_seconds",
+    "free_port",
     "load_average",
     "machine_facts",
     "java_version",
@@ -52,6 +54,13 @@ STOP_TIMEOUT_S = 15.0
 
 class BenchFailure(Exception):
     """The benchmark could not run or one of its checks failed."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a child that takes its port from a flag)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float | None:

@@ -38,13 +38,11 @@ import contextlib
 import json
 import os
 import re
-import socket
 import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +54,7 @@ from _support import (  # noqa: E402
     BenchFailure,
     StoreServerProcess,
     command_block,
+    free_port,
     java_version,
     json_event,
     load_average,
@@ -144,12 +143,6 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _environment(rest_port: int | None = None) -> Any:
     """An environment at :data:`PARALLELISM`; with ``rest_port``, its REST API answers there."""
     configuration = Configuration()
@@ -224,7 +217,7 @@ def _follow(
 
 def run_tidemark(uri: str, stream: str, events: int, epoch_events: int | None = None) -> Throughput:
     """The tidemark source into a blackhole sink, until every event reached it."""
-    port = _free_port()
+    port = free_port()
     env = _environment(port)
     t_env = StreamTableEnvironment.create(env)
     builder = (
@@ -250,7 +243,7 @@ def run_tidemark(uri: str, stream: str, events: int, epoch_events: int | None = 
 
 def run_file(json_dir: str, events: int) -> Throughput:
     """Flink's filesystem source over the same events as JSON lines, into a blackhole sink."""
-    port = _free_port()
+    port = free_port()
     t_env = StreamTableEnvironment.create(_environment(port))
     t_env.execute_sql(
         "CREATE TEMPORARY TABLE files (ts BIGINT, `key` STRING, `value` BIGINT, pad STRING) WITH ("
@@ -376,16 +369,10 @@ def _fired_past(path: str, ts: int) -> bool:
 # --- the run -----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _scratch() -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="tidemark-flink-bench-") as work:
-        yield work
-
-
 def _run(args: argparse.Namespace) -> str:
     args.load_before = load_average()
     with (
-        _scratch() as work,
+        tempfile.TemporaryDirectory(prefix="tidemark-flink-bench-") as work,
         StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
     ):
         json_dir = os.path.join(work, "json")

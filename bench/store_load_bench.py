@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import socket
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ from _support import (
     BenchFailure,
     StoreServerProcess,
     command_block,
+    free_port,
     load_average,
     machine_facts,
     markdown_table,
@@ -76,17 +76,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class _Server:
     """A server subprocess with its metrics endpoint, and a reading of its parked reads."""
 
     def __init__(self, *extra_args: str) -> None:
-        self.metrics = f"127.0.0.1:{_free_port()}"
+        self.metrics = f"127.0.0.1:{free_port()}"
         self.process = StoreServerProcess("--metrics-listen", self.metrics, *extra_args)
         self.uri = self.process.uri
         self.address = self.uri.removeprefix("tidemark://")

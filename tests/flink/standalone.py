@@ -19,13 +19,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pyflink
 import yaml
+
+from tests.conftest import wait_until
 
 __all__ = ["StandaloneCluster", "standalone_cluster"]
 
@@ -197,15 +198,6 @@ class StandaloneCluster:
         return sorted({pid for root in roots for pid in _process_tree(root)})
 
 
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            msg = f"timed out after {timeout} s waiting for {what}"
-            raise AssertionError(msg)
-        time.sleep(0.2)
-
-
 @contextlib.contextmanager
 def standalone_cluster(folder: pathlib.Path) -> Iterator[StandaloneCluster]:
     """A standalone cluster of one JobManager and one TaskManager, for the ``with`` block."""
@@ -214,7 +206,9 @@ def standalone_cluster(folder: pathlib.Path) -> Iterator[StandaloneCluster]:
     cluster.configure()
     try:
         cluster.script("start-cluster.sh")
-        _wait(lambda: cluster.task_managers() == 1, 120, "the TaskManager to register")
+        wait_until(
+            lambda: cluster.task_managers() == 1, 120, 0.2, what="the TaskManager to register"
+        )
         yield cluster
     finally:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
