@@ -19,9 +19,10 @@ so a host may plan again from any frontier it checkpointed:
 - :func:`advance_to_tail`: everything in the streams now;
 - :func:`advance_within_budget`: at most so many events and bytes more,
   oldest watermark first;
-- :func:`ranges_between`, :func:`lineage_chains`, :func:`read_range`: what
-  lies between two frontiers, grouped so successors follow their
-  predecessors, and reading it.
+- :func:`ranges_between`, :func:`lineage_chains`, :func:`split_range`,
+  :func:`read_range`: what lies between two frontiers, grouped so
+  successors follow their predecessors, cut into pieces a task reads, and
+  reading it.
 
 Watermarks: ``lag_ms`` is the reader's ``max_event_time_lag`` in ms (how far
 event time may trail ingestion time), or None in the processing-time domain,
@@ -39,7 +40,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from connector.client.connection import StoreClient
-from connector.errors import InvalidArgumentError
+from connector.errors import FailedPreconditionError, InvalidArgumentError
 from connector.model import PlannedRead, ReadResult, SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import (
@@ -66,6 +67,7 @@ __all__ = [
     "lineage_chains",
     "ranges_between",
     "read_range",
+    "split_range",
     "start_frontier",
     "start_state",
 ]
@@ -652,6 +654,44 @@ def read_range(
         )
         yield result
         offset = result.next_offset
+
+
+def split_range(
+    client: StoreClient,
+    segment_range: SegmentRange,
+    *,
+    max_events: int | None = None,
+    max_bytes: int | None = None,
+) -> list[SegmentRange]:
+    """``segment_range`` in consecutive pieces of at most ``max_events`` events and ``max_bytes``.
+
+    Whole events only: the store says where each piece ends
+    (:meth:`StoreClient.plan_read`, one call per piece, no event read back).
+    An event larger than ``max_bytes`` is a piece of its own. With neither
+    limit the range is its only piece.
+
+    Raises:
+        InvalidArgumentError: a limit is given and is not > 0.
+    """
+    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+        if limit is not None and (isinstance(limit, bool) or limit <= 0):
+            msg = f"{name} must be > 0 or None, got {limit!r}"
+            raise InvalidArgumentError(msg)
+    if max_events is None and max_bytes is None:
+        return [segment_range]
+    pieces = []
+    offset, stop = segment_range.start, segment_range.stop
+    while offset < stop:
+        room = stop - offset if max_bytes is None else min(max_bytes, stop - offset)
+        # At least one event: an event larger than max_bytes is planned alone.
+        planned = client.plan_read(segment_range.segment, offset, max_events, room)
+        end = min(planned.next_offset, stop)
+        if end <= offset:
+            msg = f"the store holds no event of {segment_range} at offset {offset}"
+            raise FailedPreconditionError(msg)
+        pieces.append(SegmentRange(segment_range.segment, offset, end))
+        offset = end
+    return pieces
 
 
 def _segment_order(name: str) -> tuple[str, int]:

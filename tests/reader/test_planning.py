@@ -31,6 +31,7 @@ from connector.reader.planning import (
     lineage_chains,
     ranges_between,
     read_range,
+    split_range,
     start_frontier,
 )
 
@@ -338,6 +339,34 @@ def test_lineage_chains_put_successors_after_their_predecessors_in_one_chain(
         ["2"],
     ]
     assert lineage_chains(client, []) == []
+
+
+def test_split_range_cuts_whole_events_within_its_limits_and_covers_the_range(
+    store: tuple[Any, StoreClient], clock: ManualClock
+) -> None:
+    _, client = store
+    stream = new_stream(client, 1)
+    key = next(key_in(0, 1))
+    written = write(client, stream, clock, [key], rounds=7)
+    write(client, stream, clock, [key], rounds=1, size=500)  # one event larger than 256 bytes
+    start = start_frontier(client, [stream], "earliest", 0)
+    (whole,) = ranges_between(start, advance_to_tail(client, [stream], start, 0))
+
+    by_events = split_range(client, whole, max_events=3)
+    by_bytes = split_range(client, whole, max_bytes=256)
+
+    for pieces in (by_events, by_bytes):
+        assert pieces[0].start == whole.start and pieces[-1].stop == whole.stop
+        assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:], strict=False))
+        assert events_in(client, pieces) == [*written, (key, 0)]
+    assert [len(events_in(client, [p])) for p in by_events] == [3, 3, 2]
+    assert all(p.stop - p.start <= 256 for p in by_bytes[:-1])
+    assert (
+        by_bytes[-1].stop - by_bytes[-1].start > 500 and len(events_in(client, by_bytes[-1:])) == 1
+    )
+    assert split_range(client, whole) == [whole]
+    with pytest.raises(InvalidArgumentError, match="max_events must be > 0 or None, got 0"):
+        split_range(client, whole, max_events=0)
 
 
 def test_a_frontier_at_a_cut_ends_where_the_cut_is_and_reads_its_ancestors_whole(
