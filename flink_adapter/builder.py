@@ -19,6 +19,7 @@ from connector.reader.events import TimeDomain, to_millis
 from connector.reader.planning import StartPosition
 from connector.security.credentials import ClientCredentials, split_uri
 from flink_adapter import graph
+from flink_adapter.epochs import MAX_TASK_BYTES, MAX_TASK_EVENTS
 from flink_adapter.settings import SourceSettings, StreamSpec
 
 __all__ = ["FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
@@ -135,6 +136,17 @@ class FlinkTidemarkReaderBuilder:
         """The most events and bytes one epoch reads (None: no limit)."""
         return self._set("epoch_budget", (max_events, max_bytes))
 
+    def with_read_task_size(
+        self, max_events: int | None = MAX_TASK_EVENTS, max_bytes: int | None = MAX_TASK_BYTES
+    ) -> FlinkTidemarkReaderBuilder:
+        """The most events and bytes one read task holds (None: no limit).
+
+        PyFlink hands a reader's rows for one task to Flink only once the
+        task is read: smaller tasks give steadier output and lower latency,
+        larger ones fewer store calls. Defaults: 1,000 events, 1 MiB.
+        """
+        return self._set("read_task_size", (max_events, max_bytes))
+
     def build(self) -> FlinkTidemarkReader:
         """The reader these options describe.
 
@@ -184,13 +196,12 @@ class FlinkTidemarkReaderBuilder:
         ):
             msg = f"with_parallelism: expected an integer >= 1, got {parallelism!r}"
             raise InvalidArgumentError(msg)
-        max_events, max_bytes = options.get("epoch_budget", (100_000, 64 * 1024 * 1024))
-        for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
-            if limit is not None and (
-                isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-            ):
-                msg = f"with_epoch_budget: {name} must be an integer >= 1 or None, got {limit!r}"
-                raise InvalidArgumentError(msg)
+        max_events, max_bytes = _limits(
+            "with_epoch_budget", options.get("epoch_budget", (100_000, 64 * 1024 * 1024))
+        )
+        task_events, task_bytes = _limits(
+            "with_read_task_size", options.get("read_task_size", (MAX_TASK_EVENTS, MAX_TASK_BYTES))
+        )
         interval = _millis("with_epoch_interval", options.get("epoch_interval", 100))
         if not 1 <= interval <= 60_000:
             msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
@@ -216,6 +227,8 @@ class FlinkTidemarkReaderBuilder:
             epoch_interval_ms=interval,
             max_events_per_epoch=max_events,
             max_bytes_per_epoch=max_bytes,
+            max_events_per_task=task_events,
+            max_bytes_per_task=task_bytes,
         )
 
     def _checked_uri(self) -> str:
@@ -275,6 +288,16 @@ def _checked(option: str, check: Any) -> Any:
     except InvalidArgumentError as error:
         msg = f"{option}: {error}"
         raise InvalidArgumentError(msg) from None
+
+
+def _limits(option: str, limits: tuple[Any, Any]) -> tuple[int | None, int | None]:
+    """``(max_events, max_bytes)``, each an integer >= 1 or None."""
+    for name, limit in zip(("max_events", "max_bytes"), limits, strict=True):
+        wrong = isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        if limit is not None and wrong:
+            msg = f"{option}: {name} must be an integer >= 1 or None, got {limit!r}"
+            raise InvalidArgumentError(msg)
+    return limits
 
 
 def _millis(option: str, value: Any) -> int:

@@ -7,8 +7,11 @@ tested against a real store alone.
 
 An epoch's records, in the order the coordinator emits them:
 
-- one :class:`ReadTask` per lineage chain of the epoch's ranges (segments
-  related by scaling share a chain, read in order by one reader subtask);
+- the :class:`ReadTask` values of each lineage chain of the epoch's ranges
+  (segments related by scaling share a chain, read in order by one reader
+  subtask), each a piece of at most so many events and bytes: PyFlink hands a
+  function's output for one input to the JVM only once that input is done,
+  so a task's size bounds how long its events wait in the reader;
 - then one :class:`EpochEnd` carrying the epoch's event-time watermark
   ``W_e`` (the frontier's: group watermark less the lag, only when it rose).
 
@@ -33,9 +36,24 @@ from connector.reader.planning import (
     advance_within_budget,
     lineage_chains,
     ranges_between,
+    split_range,
 )
 
-__all__ = ["EpochEnd", "EpochPlan", "ReadTask", "decode_record", "plan_epoch"]
+__all__ = [
+    "MAX_TASK_BYTES",
+    "MAX_TASK_EVENTS",
+    "EpochEnd",
+    "EpochPlan",
+    "ReadTask",
+    "decode_record",
+    "plan_epoch",
+    "tasks_between",
+]
+
+#: The most events one read task holds, by default.
+MAX_TASK_EVENTS = 1_000
+#: The most bytes one read task holds, by default (a larger event is a task of its own).
+MAX_TASK_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -115,10 +133,13 @@ def plan_epoch(
     *,
     max_events: int | None = None,
     max_bytes: int | None = None,
+    max_task_events: int | None = MAX_TASK_EVENTS,
+    max_task_bytes: int | None = MAX_TASK_BYTES,
 ) -> EpochPlan:
     """Plans epoch ``epoch`` from ``previous``: read tasks within the budget, then its end.
 
-    Without a budget the epoch reads to the tail. The end's watermark is the
+    Without a budget the epoch reads to the tail. Its tasks are
+    :func:`tasks_between` the two frontiers. The end's watermark is the
     new frontier's when it rose above ``previous``'s, else None (nothing to
     emit); in the processing-time domain (``lag_ms`` None) it is always None.
     """
@@ -128,13 +149,36 @@ def plan_epoch(
         frontier = advance_within_budget(
             client, previous, lag_ms, max_events=max_events, max_bytes=max_bytes
         )
-    chains = lineage_chains(client, ranges_between(previous, frontier))
-    tasks = tuple(
-        ReadTask(epoch, lane, tuple(_triple(r) for r in chain), previous.watermark)
-        for lane, chain in zip(_lanes(client, chains), chains, strict=True)
+    tasks = tasks_between(
+        client, previous, frontier, epoch, max_events=max_task_events, max_bytes=max_task_bytes
     )
     rose = frontier.watermark is not None and frontier.watermark != previous.watermark
     return EpochPlan(frontier, tasks, EpochEnd(epoch, frontier.watermark if rose else None))
+
+
+def tasks_between(
+    client: StoreClient,
+    start: Frontier,
+    end: Frontier,
+    epoch: int,
+    *,
+    max_events: int | None = MAX_TASK_EVENTS,
+    max_bytes: int | None = MAX_TASK_BYTES,
+) -> tuple[ReadTask, ...]:
+    """The read tasks of the events between ``start`` and ``end``, in the order they are read.
+
+    One lineage chain's tasks share its lane and come in read order
+    (predecessors first); each holds one piece of at most ``max_events``
+    events and ``max_bytes`` bytes (:func:`~connector.reader.planning.split_range`).
+    Every task carries ``start``'s watermark as the one in force.
+    """
+    chains = lineage_chains(client, ranges_between(start, end))
+    return tuple(
+        ReadTask(epoch, lane, (_triple(piece),), start.watermark)
+        for lane, chain in zip(_lanes(client, chains), chains, strict=True)
+        for segment_range in chain
+        for piece in split_range(client, segment_range, max_events=max_events, max_bytes=max_bytes)
+    )
 
 
 def _lanes(client: StoreClient, chains: Sequence[Sequence[SegmentRange]]) -> list[int]:

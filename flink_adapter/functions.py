@@ -35,46 +35,38 @@ from connector.reader.planning import (
     Frontier,
     advance_to_tail,
     frontier_at_cut,
-    lineage_chains,
-    ranges_between,
     start_frontier,
 )
-from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
-from flink_adapter.reading import read_task
+from flink_adapter.epochs import EpochEnd, decode_record, plan_epoch, tasks_between
+from flink_adapter.reading import batched, read_task
 from flink_adapter.settings import SourceSettings
 
 __all__ = ["EpochCoordinator", "TaskReader", "reader_row_type"]
 
-#: The reader's row: ``kind`` is "event" or "wm"; ``wm`` is set on watermark rows only.
-READER_FIELDS = [
-    "kind",
-    "routing_key",
-    "event",
-    "event_time",
-    "wm",
-    "late",
-    "segment",
-    "offset",
-    "ingestion_time",
-]
+#: The fields of one event in a reader row's ``events`` array.
+EVENT_FIELDS = ["routing_key", "event", "event_time", "late", "offset", "ingestion_time"]
+#: A reader row: a batch of one segment's events, or one epoch end's watermark.
+#: ``kind`` is "events" or "wm"; ``wm`` is set on watermark rows only; ``segment`` is the
+#: batch's segment; ``events`` is empty on watermark rows.
+READER_FIELDS = ["kind", "wm", "segment", "events"]
+_EVENT_FIELD_COUNT = len(EVENT_FIELDS)
 
 
 def reader_row_type(deserializer: str) -> Any:
-    """The reader rows' Flink type; ``event`` is BYTES for the bytes schema, else STRING."""
+    """The reader rows' Flink type; ``event`` is BYTES for the bytes schema, else STRING.
+
+    A row holds a batch of one segment's events (:func:`~flink_adapter.reading.batched`)
+    in an array: PyFlink's cost is per row it hands to the JVM, and the JVM
+    unnests the array (see :mod:`flink_adapter.graph`).
+    """
     event = Types.PRIMITIVE_ARRAY(Types.BYTE()) if deserializer == "bytes" else Types.STRING()
+    event_type = Types.ROW_NAMED(
+        EVENT_FIELDS,
+        [Types.STRING(), event, Types.LONG(), Types.BOOLEAN(), Types.LONG(), Types.LONG()],
+    )
     return Types.ROW_NAMED(
         READER_FIELDS,
-        [
-            Types.STRING(),
-            Types.STRING(),
-            event,
-            Types.LONG(),
-            Types.LONG(),
-            Types.BOOLEAN(),
-            Types.STRING(),
-            Types.LONG(),
-            Types.LONG(),
-        ],
+        [Types.STRING(), Types.LONG(), Types.STRING(), Types.OBJECT_ARRAY(event_type)],
     )
 
 
@@ -173,11 +165,14 @@ class EpochCoordinator(KeyedProcessFunction):
         epoch = (self._epoch.value() or 0) + 1
         start = initial_frontier(self._client, self.settings)
         end = final_frontier(self._client, self.settings, start)
-        chains = lineage_chains(self._client, ranges_between(start, end))
-        tasks = [
-            ReadTask(epoch, index, tuple((r.segment, r.start, r.stop) for r in chain), None)
-            for index, chain in enumerate(chains)
-        ]
+        tasks = tasks_between(
+            self._client,
+            start,
+            end,
+            epoch,
+            max_events=self.settings.max_events_per_task,
+            max_bytes=self.settings.max_bytes_per_task,
+        )
         self._frontier.update(end.to_json())
         self._epoch.update(epoch)
         yield from (task.encode() for task in tasks)
@@ -200,6 +195,8 @@ class EpochCoordinator(KeyedProcessFunction):
             self.settings.lag_ms,
             max_events=self.settings.max_events_per_epoch,
             max_bytes=self.settings.max_bytes_per_epoch,
+            max_task_events=self.settings.max_events_per_task,
+            max_task_bytes=self.settings.max_bytes_per_task,
         )
         self._frontier.update(plan.frontier.to_json())
         self._epoch.update(epoch)
@@ -235,28 +232,21 @@ class TaskReader(FlatMapFunction):
         record = decode_record(value)
         if isinstance(record, EpochEnd):
             if record.watermark is not None:
-                yield Row(
-                    "wm", None, None, record.watermark, record.watermark, False, None, None, None
-                )
+                yield Row("wm", record.watermark, None, [])
             return
         if record.index % self._parallelism != self._index:
             return
         assert self._client is not None
-        for event in read_task(
-            self._client, record, self._serializer, self._assigner, self._as_text
-        ):
-            self._events.inc()
-            self._bytes.inc(event.size)
-            if event.late:
-                self._late.inc()
+        count = size = late = 0
+        read = read_task(self._client, record, self._serializer, self._assigner, self._as_text)
+        for batch in batched(read):
             yield Row(
-                "event",
-                event.routing_key,
-                event.event,
-                event.event_time,
-                None,
-                event.late,
-                event.segment,
-                event.offset,
-                event.ingestion_time,
+                "events", None, batch[0].segment, [Row(*e[:_EVENT_FIELD_COUNT]) for e in batch]
             )
+            count += len(batch)
+            size += sum(e.size for e in batch)
+            late += sum(e.late for e in batch)
+        self._events.inc(count)
+        self._bytes.inc(size)
+        if late:
+            self._late.inc(late)

@@ -18,27 +18,30 @@ source is a small graph (see :mod:`flink_adapter.functions`): a tick a
 second (Flink's ``datagen``; a one-element collection for a bounded read)
 into the coordinator, which plans an epoch every ``epoch_interval_ms`` on a
 processing-time timer, its tasks broadcast to the readers, and the readers' rows
+(batches of events, and watermark rows) unnested into one row per event, then
 through the Table runtime's watermark assigner, which makes Flink's
 watermark follow the rows' ``wm`` column; the ``wm`` rows are then dropped.
+Everything after the readers runs in the JVM, in both time domains: PyFlink's
+cost is per row a Python function hands over, so the readers hand over
+batches (:func:`~flink_adapter.reading.batched`).
 
 The stream's rows (:data:`OUTPUT_FIELDS`) carry their event time as the Flink
 timestamp. In the ingestion-time domain Flink's watermark is the group
 watermark less the lag, strictly ascending; in the processing-time domain
-(the default) the source emits no watermark.
+(the default) the readers emit no watermark rows, so the assigner, which
+ignores a NULL ``wm``, emits no watermark.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyflink.common import Row, Types
-from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from pyflink.common import Types
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.table import DataTypes, Schema, StreamTableEnvironment
 from pyflink.table.expressions import col, lit
 
-from connector.reader.events import TimeDomain
-from flink_adapter.functions import EpochCoordinator, TaskReader, reader_row_type
+from flink_adapter.functions import EVENT_FIELDS, EpochCoordinator, TaskReader, reader_row_type
 from flink_adapter.settings import SourceSettings
 
 __all__ = [
@@ -64,16 +67,6 @@ OUTPUT_FIELDS = (
 BUNDLE_TIME_MS = 20
 #: The auto-watermark interval the builder sets, ms: how often the assigner emits.
 WATERMARK_INTERVAL_MS = 20
-
-
-def _output_row(row: Any) -> Row:
-    """A reader row without its ``kind`` and ``wm`` fields: the fields of OUTPUT_FIELDS."""
-    return Row(row[1], row[2], row[3], row[5], row[6], row[7], row[8])
-
-
-class _EventTime(TimestampAssigner):
-    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-        return value[2]  # event_time
 
 
 def create_stream(
@@ -108,12 +101,6 @@ def create_stream(
         .uid(f"{prefix}-reader")
         .set_parallelism(parallelism)
     )
-    if settings.time_domain is TimeDomain.PROCESSING_TIME:
-        events = rows.filter(lambda row: row[0] == "event").set_parallelism(parallelism)
-        strategy = WatermarkStrategy.no_watermarks().with_timestamp_assigner(_EventTime())
-        return events.map(
-            _output_row, output_type=output_type(settings)
-        ).assign_timestamps_and_watermarks(strategy)
     return t_env.to_data_stream(_with_watermarks(settings, t_env, rows))
 
 
@@ -152,6 +139,16 @@ def _ticks(
 def _with_watermarks(
     settings: SourceSettings, t_env: StreamTableEnvironment, rows: DataStream
 ) -> Any:
+    """The readers' rows unnested in the JVM, through the watermark assigner, less ``wm`` rows."""
+    view = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
+    t_env.create_temporary_view(view, t_env.from_data_stream(rows))
+    fields = ", ".join(f"`{name}`" for name in EVENT_FIELDS)
+    # A watermark row has no events: the LEFT JOIN keeps it, its event time its watermark.
+    unnested = t_env.sql_query(
+        "SELECT t.kind, e.routing_key, e.event, COALESCE(e.event_time, t.wm) AS event_time, "
+        "t.wm, e.late, t.segment, e.`offset`, e.ingestion_time "
+        f"FROM {view} AS t LEFT JOIN UNNEST(t.events) AS e({fields}) ON TRUE"
+    )
     event = DataTypes.BYTES() if settings.deserializer == "bytes" else DataTypes.STRING()
     schema = (
         Schema.new_builder()
@@ -168,7 +165,7 @@ def _with_watermarks(
         .watermark("rt", "TO_TIMESTAMP_LTZ(wm, 3)")
         .build()
     )
-    table = t_env.from_data_stream(rows, schema)
+    table = t_env.from_data_stream(t_env.to_data_stream(unnested), schema)
     return table.filter(col("kind") != lit("wm")).select(
         *(col(name) for name in OUTPUT_FIELDS), col("rt")
     )

@@ -17,6 +17,7 @@ from connector.reader.timestamps import (
     TimestampAssigner,
     assigner_from_path,
 )
+from flink_adapter.epochs import MAX_TASK_BYTES, MAX_TASK_EVENTS
 
 __all__ = ["SourceSettings", "StreamSpec"]
 
@@ -49,6 +50,10 @@ class SourceSettings:
         parallelism: reader subtasks.
         epoch_interval_ms: how often the coordinator plans (one epoch per tick).
         max_events_per_epoch / max_bytes_per_epoch: the budget of one epoch, None for none.
+        max_events_per_task / max_bytes_per_task: the most one read task holds, None for
+            no limit. A reader subtask hands a task's rows to Flink once the task is read,
+            so smaller tasks mean steadier output and lower latency, larger ones fewer
+            store calls.
     """
 
     uri: str
@@ -65,6 +70,8 @@ class SourceSettings:
     epoch_interval_ms: int = 100
     max_events_per_epoch: int | None = 100_000
     max_bytes_per_epoch: int | None = 64 * 1024 * 1024
+    max_events_per_task: int | None = MAX_TASK_EVENTS
+    max_bytes_per_task: int | None = MAX_TASK_BYTES
 
     @property
     def stream_names(self) -> list[str]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.reader.planning import start_frontier
 from connector.reader.timestamps import FieldTimestampAssigner
 from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
-from flink_adapter.reading import read_task
+from flink_adapter.reading import ReadEvent, batched, read_task
 
 LAG = 1_000
+_ASSIGNER = FieldTimestampAssigner("ts")
 
 
 def _store(start_store, segments=2):
@@ -108,3 +111,32 @@ def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_fol
     successor = next(s.segment for s in successors if second in s.predecessors)
     assert lanes_after([successor], 4) == {successor: both[second]}, "a successor follows"
     client.close()
+
+
+def test_an_epoch_cuts_each_segment_into_tasks_of_at_most_so_many_events_in_read_order(
+    start_store, clock
+):
+    server, client = _store(start_store, segments=1)
+    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    with EventWriter(client, "e/s", JsonSerializer()) as writer:
+        for n in range(7):
+            writer.write_event({"n": n, "ts": clock.now_ms()}, routing_key="k")
+    plan = plan_epoch(client, ["e/s"], frontier, 1, LAG, max_task_events=3)
+    read = [
+        [json.loads(e.event)["n"] for e in read_task(client, t, JsonSerializer(), _ASSIGNER, True)]
+        for t in plan.tasks
+    ]
+    assert read == [[0, 1, 2], [3, 4, 5], [6]]
+    assert len({task.index for task in plan.tasks}) == 1, "one segment, one lane"
+    client.close()
+
+
+def _event(segment: str, n: int, size: int = 10) -> ReadEvent:
+    return ReadEvent(None, n, n, False, n, n, segment, size)
+
+
+def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order():
+    events = [_event("a", n) for n in range(5)] + [_event("b", 5, size=50), _event("b", 6)]
+    batches = list(batched(events, max_events=2, max_bytes=40))
+    assert [[e.event for e in batch] for batch in batches] == [[0, 1], [2, 3], [4], [5], [6]]
+    assert list(batched([])) == []

@@ -140,3 +140,51 @@ def test_a_bounded_read_returns_each_event_once_and_ends_the_job_with_the_final_
         mine = [e["n"] for e in events if e["sensor"] == sensor]
         assert mine == sorted(mine), sensor
     client.close()
+
+
+class _Stamped(ProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield json.dumps(
+            {
+                "row": list(value)[:7],  # without the rowtime column
+                "timestamp": ctx.timestamp(),
+                "watermark": ctx.timer_service().current_watermark(),
+            }
+        )
+
+
+def test_the_processing_time_domain_stamps_rows_with_event_time_and_emits_no_watermark(
+    start_store, clock, flink_env
+) -> None:
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("w")
+    StreamManager(client).create_stream("w", "s", 2)
+    with EventWriter(client, "w/s", JsonSerializer()) as writer:
+        for n in range(150):  # several batches and tasks per segment
+            writer.write_event({"n": n}, routing_key=f"k{n % 5}")
+            clock.advance(1)
+    reader = (
+        FlinkTidemarkReader.builder()
+        .with_store(server.uri)
+        .for_stream("w/s", start=StartPosition.earliest(), end="latest")
+        .with_deserialization_schema("json")
+        .with_read_task_size(max_events=40)
+        .with_parallelism(2)
+        .build()
+    )
+    stamped = reader.create_stream(flink_env).process(_Stamped(), output_type=Types.STRING())
+    with stamped.execute_and_collect() as results:
+        rows = [json.loads(row) for row in results]
+    fields = dict(enumerate(["routing_key", "event", "event_time", "late", "segment", "offset"]))
+    events = [{fields[i]: v for i, v in enumerate(r["row"]) if i in fields} for r in rows]
+    assert sorted(json.loads(e["event"])["n"] for e in events) == list(range(150))
+    # Event time is ingestion time here, and it is each row's Flink timestamp.
+    assert all(r["timestamp"] == r["row"][2] == r["row"][6] for r in rows)
+    assert not any(e["late"] for e in events)
+    first_event_time = min(r["timestamp"] for r in rows)
+    assert all(r["watermark"] < first_event_time for r in rows), {r["watermark"] for r in rows}
+    for segment in {e["segment"] for e in events}:
+        offsets = [e["offset"] for e in events if e["segment"] == segment]
+        assert offsets == sorted(offsets), f"{segment} out of order"
+    client.close()
