@@ -27,14 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from connector.client.connection import StoreClient
-from connector.names import SegmentId
-from connector.reader.lineage import describe_streams, lineage_lane
+from connector.reader.lineage import KnownSegments, lineage_lane
 from connector.reader.planning import (
     Frontier,
     SegmentRange,
     advance_to_tail,
     advance_within_budget,
-    lineage_chains,
+    chains_of,
     ranges_between,
     split_range,
 )
@@ -135,6 +134,7 @@ def plan_epoch(
     max_bytes: int | None = None,
     max_task_events: int | None = MAX_TASK_EVENTS,
     max_task_bytes: int | None = MAX_TASK_BYTES,
+    known: KnownSegments | None = None,
 ) -> EpochPlan:
     """Plans epoch ``epoch`` from ``previous``: read tasks within the budget, then its end.
 
@@ -150,7 +150,13 @@ def plan_epoch(
             client, previous, lag_ms, max_events=max_events, max_bytes=max_bytes
         )
     tasks = tasks_between(
-        client, previous, frontier, epoch, max_events=max_task_events, max_bytes=max_task_bytes
+        client,
+        previous,
+        frontier,
+        epoch,
+        max_events=max_task_events,
+        max_bytes=max_task_bytes,
+        known=known,
     )
     rose = frontier.watermark is not None and frontier.watermark != previous.watermark
     return EpochPlan(frontier, tasks, EpochEnd(epoch, frontier.watermark if rose else None))
@@ -164,32 +170,27 @@ def tasks_between(
     *,
     max_events: int | None = MAX_TASK_EVENTS,
     max_bytes: int | None = MAX_TASK_BYTES,
+    known: KnownSegments | None = None,
 ) -> tuple[ReadTask, ...]:
     """The read tasks of the events between ``start`` and ``end``, in the order they are read.
 
     One lineage chain's tasks share its lane and come in read order
     (predecessors first); each holds one piece of at most ``max_events``
     events and ``max_bytes`` bytes (:func:`~connector.reader.planning.split_range`).
-    Every task carries ``start``'s watermark as the one in force.
+    Every task carries ``start``'s watermark as the one in force. ``known``
+    keeps the segments' descriptions from one call to the next (a planner's
+    own; None: the store describes the streams each time).
     """
-    chains = lineage_chains(client, ranges_between(start, end))
+    ranges = ranges_between(start, end)
+    if not ranges:
+        return ()
+    by_name = (known or KnownSegments()).covering(client, [r.segment for r in ranges])
     return tuple(
-        ReadTask(epoch, lane, (_triple(piece),), start.watermark)
-        for lane, chain in zip(_lanes(client, chains), chains, strict=True)
+        ReadTask(epoch, lineage_lane(by_name, chain[0].segment), (_triple(piece),), start.watermark)
+        for chain in chains_of(by_name, ranges)
         for segment_range in chain
         for piece in split_range(client, segment_range, max_events=max_events, max_bytes=max_bytes)
     )
-
-
-def _lanes(client: StoreClient, chains: Sequence[Sequence[SegmentRange]]) -> list[int]:
-    """Each chain's lane, from its first segment's lineage."""
-    if not chains:
-        return []
-    streams = {SegmentId.parse(chain[0].segment).stream_id for chain in chains}
-    by_name = {
-        s.segment: s for d in describe_streams(client, sorted(streams, key=str)) for s in d.segments
-    }
-    return [lineage_lane(by_name, chain[0].segment) for chain in chains]
 
 
 def _triple(segment_range: SegmentRange) -> tuple[str, int, int]:

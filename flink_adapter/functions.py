@@ -31,6 +31,7 @@ from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, 
 from pyflink.datastream.state import ValueStateDescriptor
 
 from connector.client.connection import StoreClient
+from connector.reader.lineage import KnownSegments
 from connector.reader.planning import (
     Frontier,
     advance_to_tail,
@@ -125,6 +126,7 @@ class EpochCoordinator(KeyedProcessFunction):
             ValueStateDescriptor("tidemark-next-epoch-at", Types.LONG())
         )
         self._client = _client(self.settings)
+        self._known = KnownSegments()
         metrics = runtime_context.get_metrics_group().add_group("tidemark")
         metrics.gauge("groupWatermark", lambda: self._watermark or 0)
         metrics.gauge(
@@ -197,6 +199,7 @@ class EpochCoordinator(KeyedProcessFunction):
             max_bytes=self.settings.max_bytes_per_epoch,
             max_task_events=self.settings.max_events_per_task,
             max_task_bytes=self.settings.max_bytes_per_task,
+            known=self._known,
         )
         self._frontier.update(plan.frontier.to_json())
         self._epoch.update(epoch)

@@ -45,6 +45,7 @@ from flink_adapter.functions import EVENT_FIELDS, EpochCoordinator, TaskReader, 
 from flink_adapter.settings import SourceSettings
 
 __all__ = [
+    "BUFFER_TIMEOUT_MS",
     "BUNDLE_TIME_MS",
     "OUTPUT_FIELDS",
     "WATERMARK_INTERVAL_MS",
@@ -64,9 +65,13 @@ OUTPUT_FIELDS = (
 )
 
 #: The Python bundle time the builder sets, ms: rows reach the watermark assigner this soon.
-BUNDLE_TIME_MS = 20
+BUNDLE_TIME_MS = 5
 #: The auto-watermark interval the builder sets, ms: how often the assigner emits.
-WATERMARK_INTERVAL_MS = 20
+WATERMARK_INTERVAL_MS = 10
+#: The network buffer timeout the builder sets, ms: how long records and watermarks may
+#: wait in a part-full buffer between tasks (Flink's default is 100 ms a hop). The
+#: coordinator's own output, a few records an epoch, is sent at once.
+BUFFER_TIMEOUT_MS = 5
 
 
 def create_stream(
@@ -76,14 +81,16 @@ def create_stream(
 ) -> DataStream:
     """Adds the source ``settings`` describe to ``env``; returns its rows (:data:`OUTPUT_FIELDS`).
 
-    Sets the job's Python bundle time and auto-watermark interval to
-    :data:`BUNDLE_TIME_MS` and :data:`WATERMARK_INTERVAL_MS` (latency over
-    batching; set them again afterwards to trade back).
+    Sets the job's Python bundle time, auto-watermark interval and network
+    buffer timeout to :data:`BUNDLE_TIME_MS`, :data:`WATERMARK_INTERVAL_MS`
+    and :data:`BUFFER_TIMEOUT_MS` (latency over batching; set them again
+    afterwards to trade back).
     """
     t_env = t_env or StreamTableEnvironment.create(env)
     config = t_env.get_config()
     config.set("python.fn-execution.bundle.time", str(BUNDLE_TIME_MS))
     env.get_config().set_auto_watermark_interval(WATERMARK_INTERVAL_MS)
+    env.set_buffer_timeout(BUFFER_TIMEOUT_MS)
     parallelism = settings.parallelism or env.get_parallelism()
     prefix = settings.uid_prefix
     tasks = (
@@ -93,6 +100,7 @@ def create_stream(
         .name("tidemark-coordinator")
         .uid(f"{prefix}-coordinator")
         .set_parallelism(1)
+        .set_buffer_timeout(0)
     )
     rows = (
         tasks.broadcast()

@@ -11,7 +11,7 @@ from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import Successor
 
-__all__ = ["ancestors", "describe_streams", "lineage_lane", "successors_of"]
+__all__ = ["KnownSegments", "ancestors", "describe_streams", "lineage_lane", "successors_of"]
 
 
 def describe_streams(
@@ -20,6 +20,27 @@ def describe_streams(
     """The description of each stream, ``scope/stream`` or a StreamId, in order."""
     ids = [s if isinstance(s, StreamId) else StreamId.parse(s) for s in streams]
     return [client.describe_stream(i.scope, i.stream) for i in ids]
+
+
+class KnownSegments:
+    """The descriptions of the segments a planner met, each stream described once per new segment.
+
+    A segment's predecessors never change, so what :func:`ancestors`,
+    :func:`lineage_lane` and lineage chains read of it stays true: a planner
+    that plans again and again asks the store only when a segment is new to it.
+    """
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, SegmentDescription] = {}
+
+    def covering(
+        self, client: StoreClient, segments: Iterable[str]
+    ) -> Mapping[str, SegmentDescription]:
+        """Descriptions by name, with every one of ``segments`` and its streams' other segments."""
+        new = {SegmentId.parse(s).stream_id for s in segments if s not in self._by_name}
+        for description in describe_streams(client, sorted(new, key=str)):
+            self._by_name.update((s.segment, s) for s in description.segments)
+        return self._by_name
 
 
 def successors_of(client: StoreClient, segment: str, names: Sequence[str]) -> list[Successor]:

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from connector.client.connection import StoreClient
 from connector.errors import FailedPreconditionError, InvalidArgumentError
+from connector.framing import HEADER
 from connector.model import PlannedRead, ReadResult, SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import (
@@ -53,7 +54,7 @@ from connector.reader.group_state import (
     plan_cut,
     unassigned_oldest_first,
 )
-from connector.reader.lineage import ancestors, describe_streams, successors_of
+from connector.reader.lineage import KnownSegments, ancestors, describe_streams, successors_of
 
 __all__ = [
     "READ_CHUNK_BYTES",
@@ -62,6 +63,7 @@ __all__ = [
     "StartPosition",
     "advance_to_tail",
     "advance_within_budget",
+    "chains_of",
     "frontier_at_cut",
     "frontier_watermark",
     "lineage_chains",
@@ -619,6 +621,13 @@ def lineage_chains(client: StoreClient, ranges: Sequence[SegmentRange]) -> list[
     """
     if not ranges:
         return []
+    return chains_of(KnownSegments().covering(client, [r.segment for r in ranges]), ranges)
+
+
+def chains_of(
+    by_name: Mapping[str, SegmentDescription], ranges: Sequence[SegmentRange]
+) -> list[list[SegmentRange]]:
+    """:func:`lineage_chains`, given the descriptions of the ranges' segments by name."""
     parent = {r.segment: r.segment for r in ranges}
 
     def root(name: str) -> str:
@@ -626,14 +635,10 @@ def lineage_chains(client: StoreClient, ranges: Sequence[SegmentRange]) -> list[
             name = parent[name]
         return name
 
-    streams = {SegmentId.parse(r.segment).stream_id for r in ranges}
-    for description in describe_streams(client, sorted(streams, key=str)):
-        for segment in description.segments:
-            if segment.segment not in parent:
-                continue
-            for predecessor in segment.predecessors:
-                if predecessor in parent:
-                    parent[root(segment.segment)] = root(predecessor)
+    for segment in parent:
+        for predecessor in by_name[segment].predecessors:
+            if predecessor in parent:
+                parent[root(segment)] = root(predecessor)
     chains: dict[str, list[SegmentRange]] = {}
     for segment_range in sorted(ranges, key=lambda r: _segment_order(r.segment)):
         chains.setdefault(root(segment_range.segment), []).append(segment_range)
@@ -677,7 +682,11 @@ def split_range(
         if limit is not None and (isinstance(limit, bool) or limit <= 0):
             msg = f"{name} must be > 0 or None, got {limit!r}"
             raise InvalidArgumentError(msg)
-    if max_events is None and max_bytes is None:
+    length = segment_range.stop - segment_range.start
+    # A frame is at least a header long: a short range holds few enough events unasked.
+    if (max_events is None or length // HEADER.size <= max_events) and (
+        max_bytes is None or length <= max_bytes
+    ):
         return [segment_range]
     pieces = []
     offset, stop = segment_range.start, segment_range.stop

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.reader.lineage import KnownSegments
 from connector.reader.planning import start_frontier
 from connector.reader.timestamps import FieldTimestampAssigner
 from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
@@ -85,9 +88,12 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
     client.close()
 
 
+@pytest.mark.parametrize("remembered", [False, True], ids=["described-each-time", "known"])
 def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_follow(
-    start_store, clock
+    start_store, clock, remembered
 ):
+    """Also with the segments' descriptions kept from epoch to epoch, as the coordinator does."""
+    known = KnownSegments() if remembered else None
     server, client = _store(start_store)
     frontier = start_frontier(client, ["e/s"], "earliest", LAG)
     first, second = [s.segment for s in client.describe_stream("e", "s").segments]
@@ -99,7 +105,7 @@ def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_fol
         for segment in segments:
             client.append(segment, f"w-{segment}", written.get(segment, 0), [b"a", b"b"])
             written[segment] = written.get(segment, 0) + 2
-        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG)
+        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG, known=known)
         frontier = plan.frontier
         return {task.ranges[0][0]: task.index for task in plan.tasks}
 
