@@ -6,11 +6,12 @@
 Run it in the Flink environment (``.venv-flink/bin/python``). A store server
 subprocess (``python -m connector.server``, no idle ticks) holds ``--events``
 JSON events of exactly 100 bytes in a 2-segment stream, and the same events,
-byte for byte, are JSON-lines files. Two jobs, one after the other, on a
-local mini-cluster at parallelism 2, with a Python worker process per
-subtask as on a cluster (not PyFlink's local "loopback", which runs all of
-them in the client process), each job its source into Flink's ``blackhole``
-sink (no Python stage after the source):
+byte for byte, are JSON-lines files. Two jobs, one after the other (then the
+two again with ``pipeline.object-reuse`` on), on a local mini-cluster at
+parallelism 2, with a Python worker process per subtask as on a cluster (not
+PyFlink's local "loopback", which runs all of them in the client process),
+each job its source into Flink's ``blackhole`` sink (no Python stage after
+the source):
 
 - **tidemark**: :class:`flink_adapter.FlinkTidemarkReader` (unbounded, from
   the earliest position, ``json`` deserialization, the builder's defaults);
@@ -152,10 +153,11 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def _environment(rest_port: int | None = None) -> Any:
+def _environment(rest_port: int | None = None, object_reuse: bool = False) -> Any:
     """An environment at :data:`PARALLELISM`; with ``rest_port``, its REST API answers there."""
     configuration = Configuration()
     configuration.set_string("parallelism.default", str(PARALLELISM))
+    configuration.set_string("pipeline.object-reuse", str(object_reuse).lower())
     if rest_port is not None:
         configuration.set_string("rest.port", str(rest_port))
         configuration.set_string("rest.address", "127.0.0.1")
@@ -224,10 +226,16 @@ def _follow(
     return Throughput(system, events, first - submitted, rate)
 
 
-def run_tidemark(uri: str, stream: str, events: int, epoch_events: int | None = None) -> Throughput:
+def run_tidemark(
+    uri: str,
+    stream: str,
+    events: int,
+    epoch_events: int | None = None,
+    object_reuse: bool = False,
+) -> Throughput:
     """The tidemark source into a blackhole sink, until every event reached it."""
     port = free_port()
-    env = _environment(port)
+    env = _environment(port, object_reuse)
     t_env = StreamTableEnvironment.create(env)
     builder = (
         FlinkTidemarkReader.builder()
@@ -247,13 +255,14 @@ def run_tidemark(uri: str, stream: str, events: int, epoch_events: int | None = 
     table = t_env.from_data_stream(rows).select(*(col(name) for name in columns))
     submitted = time.perf_counter()
     result = table.execute_insert("tidemark_sink")
-    return _follow("tidemark", result, submitted, "tidemark_sink", port, events)
+    system = "tidemark, object reuse" if object_reuse else "tidemark"
+    return _follow(system, result, submitted, "tidemark_sink", port, events)
 
 
-def run_file(json_dir: str, events: int) -> Throughput:
+def run_file(json_dir: str, events: int, object_reuse: bool = False) -> Throughput:
     """Flink's filesystem source over the same events as JSON lines, into a blackhole sink."""
     port = free_port()
-    t_env = StreamTableEnvironment.create(_environment(port))
+    t_env = StreamTableEnvironment.create(_environment(port, object_reuse))
     t_env.execute_sql(
         "CREATE TEMPORARY TABLE files (ts BIGINT, `key` STRING, `value` BIGINT, pad STRING) WITH ("
         f"'connector'='filesystem', 'path'='file://{json_dir}', 'format'='json', "
@@ -266,7 +275,8 @@ def run_file(json_dir: str, events: int) -> Throughput:
     )
     submitted = time.perf_counter()
     result = t_env.execute_sql("INSERT INTO file_sink SELECT `key`, pad, ts FROM files")
-    return _follow("file", result, submitted, "file_sink", port, events)
+    system = "file, object reuse" if object_reuse else "file"
+    return _follow(system, result, submitted, "file_sink", port, events)
 
 
 @dataclass
@@ -394,25 +404,31 @@ def _run(args: argparse.Namespace) -> str:
             file_events=args.file_events,
             json_dir=json_dir,
         )
-        print("tidemark job ...", flush=True)
-        tidemark = run_tidemark(server.uri, "bench/events", args.events, args.epoch_events)
-        print(f"  {tidemark.steady_events_per_s:,.0f} events/s", flush=True)
-        print("file job ...", flush=True)
-        file = run_file(json_dir, args.events)
-        print(f"  {file.steady_events_per_s:,.0f} events/s", flush=True)
+        runs = []
+        for reuse in (False, True):  # Flink's default first, then with object reuse
+            for job in ("tidemark", "file"):
+                print(f"{job} job{', object reuse' if reuse else ''} ...", flush=True)
+                run = (
+                    run_tidemark(server.uri, "bench/events", args.events, args.epoch_events, reuse)
+                    if job == "tidemark"
+                    else run_file(json_dir, args.events, reuse)
+                )
+                print(f"  {run.steady_events_per_s:,.0f} events/s", flush=True)
+                runs.append(run)
         print(f"watermark latency: {args.latency_seconds:.0f} s ...", flush=True)
         latency = run_latency(server.uri, args.rate, args.latency_seconds, work, args.epoch_ms)
-    return _report(args, tidemark, file, latency)
+    return _report(args, runs, latency)
 
 
-def _report(
-    args: argparse.Namespace, tidemark: Throughput, file: Throughput, latency: Latency
-) -> str:
+def _report(args: argparse.Namespace, runs: list[Throughput], latency: Latency) -> str:
+    tidemark, file, tidemark_reuse, file_reuse = runs
     rate = tidemark.steady_events_per_s
     ratio = rate / file.steady_events_per_s
+    rate_reuse = tidemark_reuse.steady_events_per_s
+    ratio_reuse = rate_reuse / file_reuse.steady_events_per_s
     flink = f"apache-flink {package_version('apache-flink')}"
     rows = [["source", "steady events/s", "job start s"]]
-    for run in (tidemark, file):
+    for run in runs:
         rows.append([run.system, f"{run.steady_events_per_s:,.0f}", f"{run.start_s:.1f}"])
     print_table(rows)
     ms = [s * 1000 for s in latency.batches]
@@ -445,14 +461,17 @@ def _report(
         f"and the same events as JSON-lines files; parallelism {PARALLELISM}; each job's "
         "source into Flink's blackhole sink, whose rows are counted over the REST API. Steady "
         "state: events/s between 10 % and 90 % of the events at the sink; job start: submit "
-        "to the first row there.",
+        "to the first row there. Each pair ran with Flink's default (no object reuse), then "
+        "with `pipeline.object-reuse` on.",
         "",
         markdown_table(rows),
         "",
         f"- >= {TARGET_EVENTS_PER_S:,} events/s through the adapter: {rate:,.0f}, "
-        f"{verdict(rate >= TARGET_EVENTS_PER_S)}",
+        f"{verdict(rate >= TARGET_EVENTS_PER_S)}; with object reuse {rate_reuse:,.0f}, "
+        f"{verdict(rate_reuse >= TARGET_EVENTS_PER_S)}",
         f"- >= {TARGET_RATIO} of the file-source job: {ratio:.2f}, "
-        f"{verdict(ratio >= TARGET_RATIO)}",
+        f"{verdict(ratio >= TARGET_RATIO)}; with object reuse {ratio_reuse:.2f}, "
+        f"{verdict(ratio_reuse >= TARGET_RATIO)}",
         "",
         f"Watermark latency: {latency.rate:,} events/s appended in batches every "
         f"{BATCH_EVERY_S * 1000:.0f} ms for {latency.seconds:.0f} s after {WARM_UP_S:.0f} s of "

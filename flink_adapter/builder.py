@@ -95,7 +95,12 @@ class FlinkTidemarkReaderBuilder:
         return self
 
     def with_deserialization_schema(self, name: str) -> FlinkTidemarkReaderBuilder:
-        """``bytes`` (the default), ``string`` or ``json``."""
+        """``bytes`` (the default), ``string`` or ``json``.
+
+        ``string`` and ``json`` events reach Flink as their text. A JSON event
+        is parsed only for a timestamp assigner: with event time from
+        ingestion it passes through unparsed.
+        """
         return self._set("deserialization_schema", name)
 
     def with_time_domain(self, domain: TimeDomain | str) -> FlinkTidemarkReaderBuilder:
