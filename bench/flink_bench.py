@@ -6,15 +6,16 @@
 Run it in the Flink environment (``.venv-flink/bin/python``). A store server
 subprocess (``python -m connector.server``, no idle ticks) holds ``--events``
 JSON events of exactly 100 bytes in a 2-segment stream, and the same events,
-byte for byte, are JSON-lines files. Two jobs, one after the other (then the
-two again with ``pipeline.object-reuse`` on), on a local mini-cluster at
+byte for byte, are JSON-lines files. Jobs one after the other (:data:`JOBS`:
+the default, then with ``pipeline.object-reuse`` on), on a local mini-cluster at
 parallelism 2, with a Python worker process per subtask as on a cluster (not
 PyFlink's local "loopback", which runs all of them in the client process),
 each job its source into Flink's ``blackhole`` sink (no Python stage after
 the source):
 
 - **tidemark**: :class:`flink_adapter.FlinkTidemarkReader` (unbounded, from
-  the earliest position, ``json`` deserialization, the builder's defaults);
+  the earliest position, ``json`` deserialization, the builder's defaults),
+  its DataStream made a table for the sink; **tidemark table**: its Table;
 - **file**: Flink's ``filesystem`` table connector with the ``json`` format
   over the files (watching the folder, so it too keeps running).
 
@@ -24,7 +25,7 @@ job is cancelled once every event reached it. **Steady state** is events per
 second between the polls that saw 10 % and 90 % of the events; **start** is
 from submitting the job to the first poll that saw a row.
 
-Watermark latency: a third job reads another stream in the ingestion-time
+Watermark latency: one more job reads another stream in the ingestion-time
 domain (event time from the events' ``ts``, ``max_event_time_lag`` 0) into a
 keyed function that sets an event-time timer at each event's time; a timer
 fires once Flink's watermark at that function covers it. A writer appends
@@ -103,6 +104,14 @@ WARM_UP_S = 5.0
 # How often the sink's count is fetched and polled, ms: the metric fetcher's work takes
 # the jobs' CPU (at 100 ms it took about a quarter of the JVM's samples).
 POLL_MS = 500
+# The throughput jobs, in order: (job, object reuse).
+JOBS = (
+    ("tidemark", False),
+    ("tidemark table", False),
+    ("file", False),
+    ("tidemark", True),
+    ("file", True),
+)
 BATCH_EVERY_S = 0.01
 
 
@@ -232,8 +241,13 @@ def run_tidemark(
     events: int,
     epoch_events: int | None = None,
     object_reuse: bool = False,
+    as_table: bool = False,
 ) -> Throughput:
-    """The tidemark source into a blackhole sink, until every event reached it."""
+    """The tidemark source into a blackhole sink, until every event reached it.
+
+    The source's DataStream, made a table for the sink; ``as_table``: the
+    source's Table (``create_table``), with no DataStream between.
+    """
     port = free_port()
     env = _environment(port, object_reuse)
     t_env = StreamTableEnvironment.create(env)
@@ -246,16 +260,22 @@ def run_tidemark(
     )
     if epoch_events is not None:
         builder = builder.with_epoch_budget(max_events=epoch_events)
-    rows = builder.build().create_stream(env, t_env)
+    reader = builder.build()
+    source = (
+        reader.create_table(env, t_env)
+        if as_table
+        else t_env.from_data_stream(reader.create_stream(env, t_env))
+    )
     t_env.execute_sql(
         "CREATE TEMPORARY TABLE tidemark_sink (routing_key STRING, event STRING, "
         "event_time BIGINT, late BOOLEAN) WITH ('connector'='blackhole')"
     )
     columns = ("routing_key", "event", "event_time", "late")
-    table = t_env.from_data_stream(rows).select(*(col(name) for name in columns))
+    table = source.select(*(col(name) for name in columns))
     submitted = time.perf_counter()
     result = table.execute_insert("tidemark_sink")
-    system = "tidemark, object reuse" if object_reuse else "tidemark"
+    system = "tidemark table" if as_table else "tidemark"
+    system += ", object reuse" if object_reuse else ""
     return _follow(system, result, submitted, "tidemark_sink", port, events)
 
 
@@ -405,25 +425,35 @@ def _run(args: argparse.Namespace) -> str:
             json_dir=json_dir,
         )
         runs = []
-        for reuse in (False, True):  # Flink's default first, then with object reuse
-            for job in ("tidemark", "file"):
-                print(f"{job} job{', object reuse' if reuse else ''} ...", flush=True)
-                run = (
-                    run_tidemark(server.uri, "bench/events", args.events, args.epoch_events, reuse)
-                    if job == "tidemark"
-                    else run_file(json_dir, args.events, reuse)
+        # Flink's default first (the source as a DataStream, as a Table, the file job), then
+        # with object reuse.
+        for job, reuse in JOBS:
+            print(f"{job} job{', object reuse' if reuse else ''} ...", flush=True)
+            run = (
+                run_file(json_dir, args.events, reuse)
+                if job == "file"
+                else run_tidemark(
+                    server.uri,
+                    "bench/events",
+                    args.events,
+                    args.epoch_events,
+                    object_reuse=reuse,
+                    as_table=job == "tidemark table",
                 )
-                print(f"  {run.steady_events_per_s:,.0f} events/s", flush=True)
-                runs.append(run)
+            )
+            print(f"  {run.steady_events_per_s:,.0f} events/s", flush=True)
+            runs.append(run)
         print(f"watermark latency: {args.latency_seconds:.0f} s ...", flush=True)
         latency = run_latency(server.uri, args.rate, args.latency_seconds, work, args.epoch_ms)
     return _report(args, runs, latency)
 
 
 def _report(args: argparse.Namespace, runs: list[Throughput], latency: Latency) -> str:
-    tidemark, file, tidemark_reuse, file_reuse = runs
+    tidemark, table, file, tidemark_reuse, file_reuse = runs
     rate = tidemark.steady_events_per_s
     ratio = rate / file.steady_events_per_s
+    rate_table = table.steady_events_per_s
+    ratio_table = rate_table / file.steady_events_per_s
     rate_reuse = tidemark_reuse.steady_events_per_s
     ratio_reuse = rate_reuse / file_reuse.steady_events_per_s
     flink = f"apache-flink {package_version('apache-flink')}"
@@ -461,16 +491,19 @@ def _report(args: argparse.Namespace, runs: list[Throughput], latency: Latency) 
         f"and the same events as JSON-lines files; parallelism {PARALLELISM}; each job's "
         "source into Flink's blackhole sink, whose rows are counted over the REST API. Steady "
         "state: events/s between 10 % and 90 % of the events at the sink; job start: submit "
-        "to the first row there. Each pair ran with Flink's default (no object reuse), then "
-        "with `pipeline.object-reuse` on.",
+        "to the first row there. `tidemark` is the source's DataStream (made a table for the "
+        "sink), `tidemark table` its Table. The jobs ran with Flink's default (no object "
+        "reuse), then the DataStream and file jobs with `pipeline.object-reuse` on.",
         "",
         markdown_table(rows),
         "",
         f"- >= {TARGET_EVENTS_PER_S:,} events/s through the adapter: {rate:,.0f}, "
-        f"{verdict(rate >= TARGET_EVENTS_PER_S)}; with object reuse {rate_reuse:,.0f}, "
-        f"{verdict(rate_reuse >= TARGET_EVENTS_PER_S)}",
+        f"{verdict(rate >= TARGET_EVENTS_PER_S)}; as a Table {rate_table:,.0f}, "
+        f"{verdict(rate_table >= TARGET_EVENTS_PER_S)}; with object reuse "
+        f"{rate_reuse:,.0f}, {verdict(rate_reuse >= TARGET_EVENTS_PER_S)}",
         f"- >= {TARGET_RATIO} of the file-source job: {ratio:.2f}, "
-        f"{verdict(ratio >= TARGET_RATIO)}; with object reuse {ratio_reuse:.2f}, "
+        f"{verdict(ratio >= TARGET_RATIO)}; as a Table {ratio_table:.2f}, "
+        f"{verdict(ratio_table >= TARGET_RATIO)}; with object reuse {ratio_reuse:.2f}, "
         f"{verdict(ratio_reuse >= TARGET_RATIO)}",
         "",
         f"Watermark latency: {latency.rate:,} events/s appended in batches every "

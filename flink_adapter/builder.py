@@ -28,6 +28,8 @@ __all__ = ["FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
 class FlinkTidemarkReader:
     """A built Tidemark source: checked settings; :meth:`create_stream` adds it to a job.
 
+    (:meth:`create_table` adds it as a Table, for Table and SQL jobs.)
+
     The stream's rows (:data:`~flink_adapter.graph.OUTPUT_FIELDS`) carry their
     event time as the Flink timestamp. In the ingestion-time domain Flink's
     watermark is the group watermark less the lag, strictly ascending; in the
@@ -48,6 +50,15 @@ class FlinkTidemarkReader:
         See :func:`flink_adapter.graph.create_stream` for the job settings it sets.
         """
         return graph.create_stream(self.settings, env, t_env)
+
+    def create_table(self, env: Any, t_env: Any) -> Any:
+        """Adds the source to ``env``; returns it as a Table of ``t_env``, a StreamTableEnvironment.
+
+        The columns of :data:`~flink_adapter.graph.OUTPUT_FIELDS`, then ``rt``,
+        the event time as a rowtime attribute carrying the watermark (see
+        :func:`flink_adapter.graph.create_table`): for Table and SQL jobs.
+        """
+        return graph.create_table(self.settings, env, t_env)
 
     def output_type(self) -> Any:
         """The Flink type of the source's rows."""

@@ -6,6 +6,7 @@ One job per test (a job takes 10-20 s to start here), each checking several thin
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from pyflink.common import Types
 from pyflink.common.time import Time
 from pyflink.datastream.functions import ProcessFunction, ProcessWindowFunction
 from pyflink.datastream.window import TumblingEventTimeWindows
+from pyflink.table import StreamTableEnvironment
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from examples.job_output import Collected
@@ -187,4 +189,33 @@ def test_the_processing_time_domain_stamps_rows_with_event_time_and_emits_no_wat
     for segment in {e["segment"] for e in events}:
         offsets = [e["offset"] for e in events if e["segment"] == segment]
         assert offsets == sorted(offsets), f"{segment} out of order"
+    client.close()
+
+
+def test_a_table_job_windows_the_source_in_sql_on_its_rowtime_and_watermark(
+    start_store, clock, flink_env
+) -> None:
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("w")
+    StreamManager(client).create_stream("w", "s", 2)
+    start = clock.now_ms() // 1000 * 1000 + 1000
+    times = [start + 70 * n for n in range(60)]  # 4.2 s of readings, 1 s windows
+    with EventWriter(client, "w/s", JsonSerializer()) as writer:
+        for n, ts in enumerate(times):
+            writer.write_event({"n": n, "ts": ts}, routing_key=f"k{n % 3}")
+    reader = _reader(server.uri, parallelism=2, start=StartPosition.earliest(), end="latest")
+    t_env = StreamTableEnvironment.create(flink_env)
+    t_env.create_temporary_view("readings", reader.create_table(flink_env, t_env))
+    counts = t_env.execute_sql(
+        "SELECT window_start, COUNT(*) AS readings, SUM(CAST(late AS INT)) AS late "
+        "FROM TABLE(TUMBLE(TABLE readings, DESCRIPTOR(rt), INTERVAL '1' SECOND)) "
+        "GROUP BY window_start, window_end"
+    )
+    with counts.collect() as results:
+        windows = {row[0].timestamp() * 1000: (row[1], row[2]) for row in results}
+    expected = Counter(ts // 1000 * 1000 for ts in times)
+    assert {int(start): counted for start, counted in windows.items()} == {
+        window: (count, 0) for window, count in expected.items()
+    }
     client.close()
