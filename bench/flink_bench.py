@@ -17,7 +17,9 @@ the source):
   the earliest position, ``json`` deserialization, the builder's defaults),
   its DataStream made a table for the sink; **tidemark table**: its Table;
 - **file**: Flink's ``filesystem`` table connector with the ``json`` format
-  over the files (watching the folder, so it too keeps running).
+  over the files, ``--file-copies`` times over (hard links), so that its
+  steady state lasts several polls (watching the folder, so it too keeps
+  running).
 
 Each job is followed through the mini-cluster's REST API: the sink
 operator's ``numRecordsIn`` over its subtasks, polled every 500 ms, and the
@@ -279,6 +281,13 @@ def run_tidemark(
     return _follow(system, result, submitted, "tidemark_sink", port, events)
 
 
+def _link_copies(json_dir: str, copies: int) -> None:
+    """Each file of ``json_dir`` ``copies`` times over, as hard links (no data written)."""
+    for name in sorted(os.listdir(json_dir)):
+        for copy in range(1, copies):
+            os.link(os.path.join(json_dir, name), os.path.join(json_dir, f"copy{copy}-{name}"))
+
+
 def run_file(json_dir: str, events: int, object_reuse: bool = False) -> Throughput:
     """Flink's filesystem source over the same events as JSON lines, into a blackhole sink."""
     port = free_port()
@@ -424,13 +433,14 @@ def _run(args: argparse.Namespace) -> str:
             file_events=args.file_events,
             json_dir=json_dir,
         )
+        _link_copies(json_dir, args.file_copies)
         runs = []
         # Flink's default first (the source as a DataStream, as a Table, the file job), then
         # with object reuse.
         for job, reuse in JOBS:
             print(f"{job} job{', object reuse' if reuse else ''} ...", flush=True)
             run = (
-                run_file(json_dir, args.events, reuse)
+                run_file(json_dir, args.events * args.file_copies, reuse)
                 if job == "file"
                 else run_tidemark(
                     server.uri,
@@ -488,7 +498,8 @@ def _report(args: argparse.Namespace, runs: list[Throughput], latency: Latency) 
         *command_block(),
         "",
         f"{args.events:,} events of {EVENT_BYTES} bytes, {args.keys} keys, a 2-segment stream "
-        f"and the same events as JSON-lines files; parallelism {PARALLELISM}; each job's "
+        f"and the same events as JSON-lines files (read {args.file_copies} times over by the "
+        f"file job, through hard links); parallelism {PARALLELISM}; each job's "
         "source into Flink's blackhole sink, whose rows are counted over the REST API. Steady "
         "state: events/s between 10 % and 90 % of the events at the sink; job start: submit "
         "to the first row there. `tidemark` is the source's DataStream (made a table for the "
@@ -527,6 +538,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--events", type=int, default=1_000_000, help="default 1,000,000")
     parser.add_argument("--keys", type=int, default=16, help="routing keys (default 16)")
     parser.add_argument("--file-events", type=int, default=50_000, help="events per file")
+    parser.add_argument(
+        "--file-copies",
+        type=int,
+        default=5,
+        help="the file job reads the files this many times over (hard links), so that its "
+        "steady state lasts several of the 500 ms polls (default 5)",
+    )
     parser.add_argument("--rate", type=int, default=1_000, help="latency writes, events/s")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument(
@@ -542,8 +560,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs the benchmark; 0 when it ran (targets met or not), 1 when a check failed."""
     args = _parser().parse_args(argv)
-    if min(args.events, args.keys, args.file_events, args.rate) <= 0:
-        print("--events, --keys, --file-events and --rate must be > 0", file=sys.stderr)
+    if min(args.events, args.keys, args.file_events, args.file_copies, args.rate) <= 0:
+        msg = "--events, --keys, --file-events, --file-copies and --rate must be > 0"
+        print(msg, file=sys.stderr)
         return 2
     return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
 
