@@ -174,7 +174,8 @@ def _with_watermarks(
     # A watermark row has no events: the LEFT JOIN keeps it, its event time its watermark.
     unnested = t_env.sql_query(
         "SELECT t.kind, e.routing_key, e.event, COALESCE(e.event_time, t.wm) AS event_time, "
-        "t.wm, e.late, t.segment, e.`offset`, e.ingestion_time "
+        "t.wm, e.late, t.segment, e.`offset`, e.ingestion_time, "
+        "TO_TIMESTAMP_LTZ(COALESCE(e.event_time, t.wm), 3) AS rt "
         f"FROM {view} AS t LEFT JOIN UNNEST(t.events) AS e({fields}) ON TRUE"
     )
     event = DataTypes.BYTES() if settings.deserializer == "bytes" else DataTypes.STRING()
@@ -189,7 +190,7 @@ def _with_watermarks(
         .column("segment", DataTypes.STRING())
         .column("offset", DataTypes.BIGINT())
         .column("ingestion_time", DataTypes.BIGINT())
-        .column_by_expression("rt", "TO_TIMESTAMP_LTZ(event_time, 3)")
+        .column("rt", DataTypes.TIMESTAMP_LTZ(3))
         .watermark("rt", "TO_TIMESTAMP_LTZ(wm, 3)")
         .build()
     )
