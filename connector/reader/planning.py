@@ -429,10 +429,7 @@ def advance_within_budget(
     Raises:
         InvalidArgumentError: a limit is given and is not > 0.
     """
-    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
-        if limit is not None and (isinstance(limit, bool) or limit <= 0):
-            msg = f"{name} must be > 0 or None, got {limit!r}"
-            raise InvalidArgumentError(msg)
+    _check_limits(max_events, max_bytes)
     plan = _BudgetedPlan(previous.state, dict(previous.ends), max_events, max_bytes)
     to_read = set(plan.state.cursors)
     while to_read:
@@ -678,10 +675,7 @@ def split_range(
     Raises:
         InvalidArgumentError: a limit is given and is not > 0.
     """
-    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
-        if limit is not None and (isinstance(limit, bool) or limit <= 0):
-            msg = f"{name} must be > 0 or None, got {limit!r}"
-            raise InvalidArgumentError(msg)
+    _check_limits(max_events, max_bytes)
     length = segment_range.stop - segment_range.start
     # A frame is at least a header long: a short range holds few enough events unasked.
     if (max_events is None or length // HEADER.size <= max_events) and (
@@ -701,6 +695,14 @@ def split_range(
         pieces.append(SegmentRange(segment_range.segment, offset, end))
         offset = end
     return pieces
+
+
+def _check_limits(max_events: int | None, max_bytes: int | None) -> None:
+    """Raises InvalidArgumentError, naming it, for a limit given that is not > 0."""
+    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+        if limit is not None and (isinstance(limit, bool) or limit <= 0):
+            msg = f"{name} must be > 0 or None, got {limit!r}"
+            raise InvalidArgumentError(msg)
 
 
 def _segment_order(name: str) -> tuple[str, int]:
