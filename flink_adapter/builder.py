@@ -19,7 +19,12 @@ from connector.reader.events import TimeDomain, to_millis
 from connector.reader.planning import StartPosition
 from connector.security.credentials import ClientCredentials, split_uri
 from flink_adapter import graph
-from flink_adapter.epochs import MAX_TASK_BYTES, MAX_TASK_EVENTS
+from flink_adapter.epochs import (
+    MAX_EPOCH_BYTES,
+    MAX_EPOCH_EVENTS,
+    MAX_TASK_BYTES,
+    MAX_TASK_EVENTS,
+)
 from flink_adapter.settings import SourceSettings, StreamSpec
 
 __all__ = ["FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
@@ -147,7 +152,7 @@ class FlinkTidemarkReaderBuilder:
         return self._set("epoch_interval", interval)
 
     def with_epoch_budget(
-        self, max_events: int | None = 100_000, max_bytes: int | None = 64 * 1024 * 1024
+        self, max_events: int | None = MAX_EPOCH_EVENTS, max_bytes: int | None = MAX_EPOCH_BYTES
     ) -> FlinkTidemarkReaderBuilder:
         """The most events and bytes one epoch reads (None: no limit)."""
         return self._set("epoch_budget", (max_events, max_bytes))
@@ -213,7 +218,7 @@ class FlinkTidemarkReaderBuilder:
             msg = f"with_parallelism: expected an integer >= 1, got {parallelism!r}"
             raise InvalidArgumentError(msg)
         max_events, max_bytes = _limits(
-            "with_epoch_budget", options.get("epoch_budget", (100_000, 64 * 1024 * 1024))
+            "with_epoch_budget", options.get("epoch_budget", (MAX_EPOCH_EVENTS, MAX_EPOCH_BYTES))
         )
         task_events, task_bytes = _limits(
             "with_read_task_size", options.get("read_task_size", (MAX_TASK_EVENTS, MAX_TASK_BYTES))

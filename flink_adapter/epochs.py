@@ -39,6 +39,8 @@ from connector.reader.planning import (
 )
 
 __all__ = [
+    "MAX_EPOCH_BYTES",
+    "MAX_EPOCH_EVENTS",
     "MAX_TASK_BYTES",
     "MAX_TASK_EVENTS",
     "EpochEnd",
@@ -49,6 +51,10 @@ __all__ = [
     "tasks_between",
 ]
 
+#: The most events one epoch reads, by default.
+MAX_EPOCH_EVENTS = 100_000
+#: The most bytes one epoch reads, by default.
+MAX_EPOCH_BYTES = 64 * 1024 * 1024
 #: The most events one read task holds, by default.
 MAX_TASK_EVENTS = 1_000
 #: The most bytes one read task holds, by default (a larger event is a task of its own).

@@ -17,7 +17,12 @@ from connector.reader.timestamps import (
     TimestampAssigner,
     assigner_from_path,
 )
-from flink_adapter.epochs import MAX_TASK_BYTES, MAX_TASK_EVENTS
+from flink_adapter.epochs import (
+    MAX_EPOCH_BYTES,
+    MAX_EPOCH_EVENTS,
+    MAX_TASK_BYTES,
+    MAX_TASK_EVENTS,
+)
 
 __all__ = ["SourceSettings", "StreamSpec"]
 
@@ -68,8 +73,8 @@ class SourceSettings:
     read_timeout_ms: int = 60_000
     parallelism: int | None = None
     epoch_interval_ms: int = 100
-    max_events_per_epoch: int | None = 100_000
-    max_bytes_per_epoch: int | None = 64 * 1024 * 1024
+    max_events_per_epoch: int | None = MAX_EPOCH_EVENTS
+    max_bytes_per_epoch: int | None = MAX_EPOCH_BYTES
     max_events_per_task: int | None = MAX_TASK_EVENTS
     max_bytes_per_task: int | None = MAX_TASK_BYTES
 
