@@ -43,6 +43,15 @@ class _CountWindow(ProcessWindowFunction):
         )
 
 
+def _store_with_stream(start_store: Any) -> tuple[Any, StoreClient]:
+    """A store server (idle ticks after 300 ms) holding stream ``w/s`` of 2 segments."""
+    server = start_store(max_watermark_lag_ms=300)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("w")
+    StreamManager(client).create_stream("w", "s", 2)
+    return server, client
+
+
 def _reader(uri: str, parallelism: int, **stream: Any) -> FlinkTidemarkReader:
     return (
         FlinkTidemarkReader.builder()
@@ -60,10 +69,7 @@ def _reader(uri: str, parallelism: int, **stream: Any) -> FlinkTidemarkReader:
 def test_a_window_fires_on_the_group_watermark_with_more_readers_than_segments_and_one_idle(
     start_store, clock, flink_env
 ) -> None:
-    server = start_store(max_watermark_lag_ms=300)
-    client = StoreClient(server.uri)
-    StreamManager(client).create_scope("w")
-    StreamManager(client).create_stream("w", "s", 2)
+    server, client = _store_with_stream(start_store)
 
     def let_time_pass(ms: int = 400) -> None:
         clock.advance(ms)
@@ -115,10 +121,7 @@ class _Tagged(ProcessFunction):
 def test_a_bounded_read_returns_each_event_once_and_ends_the_job_with_the_final_watermark(
     start_store, clock, flink_env
 ) -> None:
-    server = start_store(max_watermark_lag_ms=300)
-    client = StoreClient(server.uri)
-    StreamManager(client).create_scope("w")
-    StreamManager(client).create_stream("w", "s", 2)
+    server, client = _store_with_stream(start_store)
     written = []
     with EventWriter(client, "w/s", JsonSerializer()) as writer:
         for n in range(40):
@@ -158,10 +161,7 @@ class _Stamped(ProcessFunction):
 def test_the_processing_time_domain_stamps_rows_with_event_time_and_emits_no_watermark(
     start_store, clock, flink_env
 ) -> None:
-    server = start_store(max_watermark_lag_ms=300)
-    client = StoreClient(server.uri)
-    StreamManager(client).create_scope("w")
-    StreamManager(client).create_stream("w", "s", 2)
+    server, client = _store_with_stream(start_store)
     with EventWriter(client, "w/s", JsonSerializer()) as writer:
         for n in range(150):  # several batches and tasks per segment
             writer.write_event({"n": n}, routing_key=f"k{n % 5}")
@@ -195,10 +195,7 @@ def test_the_processing_time_domain_stamps_rows_with_event_time_and_emits_no_wat
 def test_a_table_job_windows_the_source_in_sql_on_its_rowtime_and_watermark(
     start_store, clock, flink_env
 ) -> None:
-    server = start_store(max_watermark_lag_ms=300)
-    client = StoreClient(server.uri)
-    StreamManager(client).create_scope("w")
-    StreamManager(client).create_stream("w", "s", 2)
+    server, client = _store_with_stream(start_store)
     start = clock.now_ms() // 1000 * 1000 + 1000
     times = [start + 70 * n for n in range(60)]  # 4.2 s of readings, 1 s windows
     with EventWriter(client, "w/s", JsonSerializer()) as writer:
