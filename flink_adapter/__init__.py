@@ -6,7 +6,7 @@
 
 It plans and reads through the reader core (:mod:`connector.reader.planning`),
 as the Spark adapter does. Import it only where PyFlink is installed
-(``pip install tidemark[flink]``).
+(``pip install ".[flink]"`` in a checkout).
 """
 
 from connector.reader.events import TimeDomain

@@ -7,8 +7,9 @@
               .option("timeDomain", "IngestionTime").load())
     ordered = spark_adapter.order_by_event_time(spark_adapter.with_connector_watermark(events))
 
-Needs pyspark 4.1 (the Python data source API) and Spark's Python workers
-running this interpreter (``PYSPARK_PYTHON``).
+Needs pyspark 4.2 or later (the Python data source API with admission
+control: ``ReadLimit``, ``latestOffset(start, limit)``; tested on 4.3) and
+Spark's Python workers running this interpreter (``PYSPARK_PYTHON``).
 """
 
 from __future__ import annotations

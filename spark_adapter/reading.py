@@ -42,7 +42,7 @@ from spark_adapter.options import TidemarkOptions
 from spark_adapter.planning import batch_end, frontier_of, lag_ms, next_end, offset_of, start
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
-try:  # orjson comes with tidemark[spark]; json is the fallback
+try:  # orjson comes with the spark extra; json is the fallback
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover
     _loads = json.loads

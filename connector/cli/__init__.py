@@ -1,4 +1,4 @@
-"""The ``tidemark`` command line: scopes, streams, reader groups and watermarks."""
+"""The ``tidemarkctl`` command line: scopes, streams, reader groups and watermarks."""
 
 from connector.cli.main import cli, main
 

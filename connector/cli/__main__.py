@@ -1,4 +1,4 @@
-"""``python -m connector.cli``: the ``tidemark`` command."""
+"""``python -m connector.cli``: the ``tidemarkctl`` command."""
 
 from connector.cli.main import main
 

@@ -1,6 +1,6 @@
-"""The ``tidemark`` command: manage and inspect a store from a shell.
+"""The ``tidemarkctl`` command: manage and inspect a store from a shell.
 
-    tidemark --uri 'tidemark://host:7070?token_file=/etc/tidemark/token' stream describe s/t
+    tidemarkctl --uri 'tidemark://host:7070?token_file=/etc/tidemark/token' stream describe s/t
 
 Human output by default, ``--json`` for scripts (one JSON document, or one
 per line for ``stream tail``). Errors are one line on stderr, naming the bad
@@ -60,7 +60,7 @@ DEFAULT_URI = "tidemark://127.0.0.1:7070"
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"tidemark: error: {message}", err=True)
+    click.echo(f"tidemarkctl: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -592,7 +592,7 @@ def watermarks_command(
         try:
             from connector.cli.plot import plot, sample
         except ImportError as error:
-            _fail(f"--plot needs matplotlib (pip install 'tidemark[plot]'): {error}", 1)
+            _fail(f"--plot needs matplotlib (pip install '.[plot]' in a checkout): {error}", 1)
         reports = sample(context.client(), name, groups, duration, interval, idle_after_ms)
         plot(reports, plot_file)
         last = reports[-1]
@@ -606,5 +606,5 @@ def watermarks_command(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Runs the command line (the ``tidemark`` console script)."""
-    cli.main(args=argv, prog_name="tidemark")
+    """Runs the command line (the ``tidemarkctl`` console script)."""
+    cli.main(args=argv, prog_name="tidemarkctl")

@@ -1,4 +1,4 @@
-"""The ``tidemark`` command against a real server: each command, its errors and ``--json``."""
+"""The ``tidemarkctl`` command against a real server: each command, its errors and ``--json``."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) 
     assert (result.exit_code, result.output) == (0, "scope ops created\n")
     exists = run(uri, "scope", "create", "ops")
     assert exists.exit_code == 4
-    assert error_line(exists) == "tidemark: error: scope 'ops' already exists"
+    assert error_line(exists) == "tidemarkctl: error: scope 'ops' already exists"
     assert run(uri, "scope", "create", "ops", "--exist-ok").exit_code == 0
 
     created = ok_json(uri, "stream", "create", "ops/s", "--segments", "2")
@@ -77,7 +77,7 @@ def test_errors_are_one_line_naming_the_value_with_an_exit_code(
     uri = store_server.uri
     missing = run(uri, "stream", "describe", "ops/nope")
     assert missing.exit_code == 3
-    assert error_line(missing) == "tidemark: error: stream ops/nope does not exist"
+    assert error_line(missing) == "tidemarkctl: error: stream ops/nope does not exist"
     bad_name = run(uri, "stream", "describe", "no-slash")
     assert bad_name.exit_code == 2 and "'no-slash'" in bad_name.output
     no_scope = run(uri, "stream", "create", "ghost/s")

@@ -68,7 +68,7 @@ def test_listing_a_missing_or_malformed_scope_is_one_line_with_its_exit_code(
     for command in ("stream", "readergroup"):
         missing = run(store_server.uri, command, "list", "nope")
         assert missing.exit_code == 3
-        assert one_line(missing) == "tidemark: error: scope 'nope' does not exist"
+        assert one_line(missing) == "tidemarkctl: error: scope 'nope' does not exist"
     malformed = run(store_server.uri, "stream", "list", "no/slash")
     assert malformed.exit_code == 2
     assert "no/slash" in one_line(malformed)
@@ -90,11 +90,11 @@ def test_the_cli_against_tls_and_tokens_lists_only_what_the_token_may_read(
         assert ok_json(admin, "scope", "list") == {"scopes": ["iot"]}
         denied = run(reader, "scope", "list")  # every scope's names: needs read on '*'
         assert denied.exit_code == 7
-        assert one_line(denied).startswith("tidemark: error: ")
+        assert one_line(denied).startswith("tidemarkctl: error: ")
         assert "secret" not in denied.output
         no_token = run(f"{base}?{ca}", "stream", "list", "iot")
         assert no_token.exit_code == 7
-        assert one_line(no_token).startswith("tidemark: error: ")
+        assert one_line(no_token).startswith("tidemarkctl: error: ")
         plaintext = run(base, "--timeout", "1", "stream", "list", "iot")
         assert plaintext.exit_code == 6
         assert "TLS" in one_line(plaintext)
