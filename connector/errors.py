@@ -10,6 +10,7 @@ __all__ = [
     "AlreadyExistsError",
     "quoted",
     "ClosedError",
+    "DuplicateEventNumbersError",
     "FailedPreconditionError",
     "InvalidArgumentError",
     "NotFoundError",
@@ -103,3 +104,35 @@ class UnauthenticatedError(TidemarkError):
 
 class PermissionDeniedError(TidemarkError):
     """The call's token is valid but holds no right to do this on this scope."""
+
+
+class DuplicateEventNumbersError(TidemarkError):
+    """The store skipped events as duplicates that this writer never had stored.
+
+    Their numbers were stored already under the writer's id by someone else:
+    another writer with the same id, or numbers given out twice. These events
+    are *not* stored; the writer does not retry them.
+
+    Attributes:
+        segment: where they were sent.
+        writer_id: the writer id whose numbers they had.
+        first_event_number: the number of ``events[0]``.
+        events: the serialized events that were not stored, in order.
+        routing_keys: their routing keys (``""`` for none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        segment: str = "",
+        writer_id: str = "",
+        first_event_number: int = 0,
+        events: tuple[bytes, ...] = (),
+        routing_keys: tuple[str, ...] = (),
+    ):
+        super().__init__(message)
+        self.segment = segment
+        self.writer_id = writer_id
+        self.first_event_number = first_event_number
+        self.events = events
+        self.routing_keys = routing_keys

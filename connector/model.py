@@ -68,12 +68,19 @@ class StreamDescription:
 
 @dataclass(frozen=True)
 class AppendResult:
-    """The outcome of an append, returned once the appended events are durable."""
+    """The outcome of an append, returned once the appended events are durable.
+
+    ``duplicates`` events at the start of the batch were skipped: the store
+    had their numbers from this writer id already. ``resent`` (set by the
+    client) says the request went out more than once because an answer was
+    lost, so those may be this very batch, stored by an earlier send.
+    """
 
     write_offset: int
     ingestion_time: int
     appended: int
     duplicates: int
+    resent: bool = False
 
 
 @dataclass(frozen=True)

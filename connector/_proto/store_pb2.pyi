@@ -161,18 +161,20 @@ class StreamDescription(_message.Message):
     def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., epoch: _Optional[int] = ..., sealed: bool = ..., segments: _Optional[_Iterable[_Union[SegmentDescription, _Mapping]]] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("segment", "writer_id", "first_event_number", "events", "routing_keys")
+    __slots__ = ("segment", "writer_id", "first_event_number", "events", "routing_keys", "discarded_from")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     WRITER_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_EVENT_NUMBER_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_KEYS_FIELD_NUMBER: _ClassVar[int]
+    DISCARDED_FROM_FIELD_NUMBER: _ClassVar[int]
     segment: str
     writer_id: str
     first_event_number: int
     events: _containers.RepeatedScalarFieldContainer[bytes]
     routing_keys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, segment: _Optional[str] = ..., writer_id: _Optional[str] = ..., first_event_number: _Optional[int] = ..., events: _Optional[_Iterable[bytes]] = ..., routing_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+    discarded_from: int
+    def __init__(self, segment: _Optional[str] = ..., writer_id: _Optional[str] = ..., first_event_number: _Optional[int] = ..., events: _Optional[_Iterable[bytes]] = ..., routing_keys: _Optional[_Iterable[str]] = ..., discarded_from: _Optional[int] = ...) -> None: ...
 
 class AppendResponse(_message.Message):
     __slots__ = ("write_offset", "ingestion_time", "appended", "duplicates")

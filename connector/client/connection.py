@@ -328,10 +328,15 @@ class StoreClient:
         first_event_number: int,
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None = None,
+        discarded_from: int | None = None,
     ) -> AppendResult:
         """Appends a batch; durable on return. Retried safely (the store deduplicates).
 
-        ``routing_keys``, one per event (``""`` for none), are stored with the events.
+        ``routing_keys``, one per event (``""`` for none), are stored with the
+        events. ``discarded_from`` announces a gap in the writer's numbers
+        (see :meth:`SegmentStore.append`). The result says whether the request
+        was sent more than once (``resent``): then its duplicates may be its own
+        events, stored by a send whose answer was lost.
         """
         request = _pb.AppendRequest(
             segment=segment,
@@ -339,10 +344,21 @@ class StoreClient:
             first_event_number=first_event_number,
             events=events,
             routing_keys=routing_keys or (),
+            discarded_from=discarded_from,
         )
-        response = self._invoke(self._stub.AppendEvents, request)
+        resent = False
+
+        def on_repeat(_outcome: Any) -> None:
+            nonlocal resent
+            resent = True
+
+        response = self._invoke(self._stub.AppendEvents, request, on_repeat=on_repeat)
         return AppendResult(
-            response.write_offset, response.ingestion_time, response.appended, response.duplicates
+            response.write_offset,
+            response.ingestion_time,
+            response.appended,
+            response.duplicates,
+            resent,
         )
 
     def read(

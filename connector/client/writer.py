@@ -12,12 +12,13 @@ from connector.client.routing import key_position
 from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
+    DuplicateEventNumbersError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import SegmentDescription
+from connector.model import AppendResult, SegmentDescription
 from connector.names import StreamId
 
 __all__ = ["EventWriter", "WriterConfig"]
@@ -49,13 +50,16 @@ class WriterConfig:
 
 
 class _Batch:
-    __slots__ = ("events", "keys", "positions", "size")
+    """A segment's queued events; ``sent`` of them went out in a call whose fate is unknown."""
+
+    __slots__ = ("events", "keys", "positions", "sent", "size")
 
     def __init__(self) -> None:
         self.events: list[bytes] = []
         self.positions: list[float] = []
         self.keys: list[str] = []
         self.size = 0
+        self.sent = 0
 
 
 class EventWriter(Generic[T]):
@@ -69,6 +73,10 @@ class EventWriter(Generic[T]):
     The writer id names one sequence of events per segment, numbered from 0.
     A new writer with the id of an old one replays that sequence: events the
     store already has are skipped, so a retried task never appends twice.
+    A writer id belongs to one writer at a time: once this writer has stored
+    events in a segment, an answer that calls any of its later events there
+    duplicates it never sent before raises :class:`DuplicateEventNumbersError`
+    naming them, never passes for success.
     """
 
     def __init__(
@@ -86,6 +94,12 @@ class EventWriter(Generic[T]):
         self._config = config or WriterConfig()
         self._batches: dict[str, _Batch] = {}
         self._next_number: dict[str, int] = {}
+        # Per segment: the first number of events discarded without knowing whether they
+        # were stored, until an append announcing the gap is stored.
+        self._discarded_from: dict[str, int] = {}
+        # Segments where an answer placed this writer's sequence (events appended): from
+        # then on, only events sent before may come back as duplicates.
+        self._placed: set[str] = set()
         self._segments: list[SegmentDescription] = []
         self._lows: list[float] = []
         self._stored_times: dict[str, int] = {}
@@ -111,6 +125,10 @@ class EventWriter(Generic[T]):
         segment's watermark passes that time, readers have seen those events.
 
         Raises:
+            DuplicateEventNumbersError: the store skipped events of a batch as
+                duplicates that this writer never sent before (another writer
+                has its id); they are not stored, not queued, and named in the
+                error with their payloads. The rest of the batch is stored.
             TidemarkError: a batch was not stored. Its events stay queued, in
                 order, and the error says how many and where: call ``flush()``
                 again to retry them (after the store is reachable again, or
@@ -129,12 +147,23 @@ class EventWriter(Generic[T]):
         return sum(len(batch.events) for batch in self._batches.values())
 
     def discard_pending(self) -> int:
-        """Drops every queued event that is not stored yet; returns how many were dropped.
+        """Drops every queued event; returns how many were dropped.
 
-        The next events continue each segment's numbering, so nothing dropped
-        here can be stored later by a retry.
+        An event queued but never sent is simply dropped. An event of a batch
+        whose sending failed has an unknown fate: the store may have stored it
+        though its answer was lost (or may still store a copy of the request
+        that is under way). Dropping it means giving up on knowing: it may
+        already be stored, once, in order. Its event number is never given to
+        another event: the writer's next batch to that segment carries the
+        numbers after it and announces the gap, and once that batch is stored
+        no copy of a dropped one can be stored any more.
         """
         dropped = self.pending_events
+        for segment, batch in self._batches.items():
+            if batch.sent:
+                first = self._next_number.get(segment, 0)
+                self._discarded_from.setdefault(segment, first)
+                self._next_number[segment] = first + len(batch.events)
         self._batches.clear()
         return dropped
 
@@ -173,14 +202,25 @@ class EventWriter(Generic[T]):
         first = self._next_number.get(segment, 0)
         try:
             keys = batch.keys if any(batch.keys) else None
-            result = self._client.append(segment, self.writer_id, first, batch.events, keys)
+            result = self._client.append(
+                segment,
+                self.writer_id,
+                first,
+                batch.events,
+                keys,
+                discarded_from=self._discarded_from.get(segment),
+            )
         except SegmentSealedError:
+            # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
             self._reroute_after_scaling(batch)
             return
         except StoreUnavailableError:
+            batch.sent = len(batch.events)
             self._batches[segment] = batch  # resent by the next flush, with the same numbers
             raise
         except TidemarkError as error:
+            # A send of an earlier try may still be on its way, so its fate is unknown too.
+            batch.sent = len(batch.events)
             self._batches[segment] = batch  # kept: dropping it would lose events silently
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
@@ -188,7 +228,42 @@ class EventWriter(Generic[T]):
             )
             raise type(error)(msg) from error
         self._next_number[segment] = first + len(batch.events)
-        self._stored_times[segment] = result.ingestion_time
+        self._discarded_from.pop(segment, None)
+        if result.appended:
+            self._stored_times[segment] = result.ingestion_time
+        self._check_duplicates(segment, first, batch, result)
+        if result.appended:
+            self._placed.add(segment)
+
+    def _check_duplicates(
+        self, segment: str, first: int, batch: _Batch, result: AppendResult
+    ) -> None:
+        """Raises if the store skipped events of ``batch`` that no earlier send can explain.
+
+        Duplicates are explained by a send of this batch whose answer was lost
+        (an earlier flush, or the client's own resend), and, before any append
+        of this writer here was answered, by a replay of the writer id's sequence.
+        """
+        explained = (
+            len(batch.events) if result.resent or segment not in self._placed else batch.sent
+        )
+        if result.duplicates <= explained:
+            return
+        lost = slice(explained, result.duplicates)
+        numbers = f"{first + explained} to {first + result.duplicates - 1}"
+        msg = (
+            f"the store skipped {result.duplicates - explained} event(s) to {segment!r} "
+            f"(numbers {numbers} of writer {self.writer_id!r}) as duplicates, but this writer "
+            "never sent them before: another writer is using its id; they are not stored"
+        )
+        raise DuplicateEventNumbersError(
+            msg,
+            segment,
+            self.writer_id,
+            first + explained,
+            tuple(batch.events[lost]),
+            tuple(batch.keys[lost]),
+        )
 
     def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:
         """Moves the events of every segment no longer open to the successors owning their keys."""

@@ -141,6 +141,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
                 request.first_event_number,
                 request.events,
                 request.routing_keys,
+                request.discarded_from if request.HasField("discarded_from") else None,
             )
         self._metrics.appended(request.segment, request.events[result.duplicates :])
         return _pb.AppendResponse(

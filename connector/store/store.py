@@ -276,6 +276,7 @@ class SegmentStore:
         first_event_number: int,
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None = None,
+        discarded_from: int | None = None,
     ) -> AppendResult:
         """Appends ``events`` and returns once they are durable.
 
@@ -283,9 +284,16 @@ class SegmentStore:
         next expected one) are skipped and counted as duplicates, so a retried
         batch is never stored twice.
 
+        ``discarded_from`` announces that the writer discarded the numbers from
+        there up to ``first_event_number`` without learning whether they were
+        stored: the gap is accepted when every number below ``discarded_from``
+        is stored, and once this append is, a late copy of a discarded batch is
+        a duplicate and is never stored.
+
         Raises:
             SegmentSealedError: the segment is sealed (its successors are named).
-            FailedPreconditionError: ``first_event_number`` leaves a gap.
+            FailedPreconditionError: ``first_event_number`` leaves a gap not
+                announced by ``discarded_from``.
             ResourceExhaustedError: an event is over the size limit.
         """
         target = self._catalog.segment_named(segment)
@@ -294,6 +302,12 @@ class SegmentStore:
             raise InvalidArgumentError(msg)
         if first_event_number < 0:
             msg = f"first_event_number must be >= 0, got {first_event_number!r}"
+            raise InvalidArgumentError(msg)
+        if discarded_from is not None and not 0 <= discarded_from <= first_event_number:
+            msg = (
+                f"discarded_from must be 0 to first_event_number ({first_event_number}), "
+                f"got {discarded_from!r}"
+            )
             raise InvalidArgumentError(msg)
         if not events:
             msg = f"an append to {segment!r} needs at least one event"
@@ -324,7 +338,9 @@ class SegmentStore:
                 raise ResourceExhaustedError(msg)
 
         def prepare() -> Publish:
-            return self._prepare_append(target, writer_id, first_event_number, events, routing_keys)
+            return self._prepare_append(
+                target, writer_id, first_event_number, events, routing_keys, discarded_from
+            )
 
         return self._sequencer.submit(prepare, barrier=False)
 
@@ -335,16 +351,18 @@ class SegmentStore:
         first: int,
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None,
+        discarded_from: int | None,
     ) -> Publish:
         expected = target.expected_event_number(writer_id)
-        if first > expected:
+        if first > expected and (discarded_from is None or expected < discarded_from):
+            announced = "" if discarded_from is None else f" (discarded from {discarded_from})"
             msg = (
-                f"writer {writer_id!r} sent event number {first} to {target.name!r}, "
-                f"but the next one expected is {expected}"
+                f"writer {writer_id!r} sent event number {first}{announced} to "
+                f"{target.name!r}, but the next one expected is {expected}"
             )
             raise FailedPreconditionError(msg)
-        fresh = events[expected - first :]
-        duplicates = len(events) - len(fresh)
+        duplicates = min(max(expected - first, 0), len(events))
+        fresh = events[duplicates:]
         if not fresh:
             # Before the seal check: a retry of a batch stored before the segment was
             # sealed is answered as stored, so its writer does not re-route it to the
@@ -355,7 +373,7 @@ class SegmentStore:
             msg = f"segment {target.name!r} is sealed"
             raise SegmentSealedError(msg, target.name, target.successors)
         time_ms = target.next_time(self._clock.now_ms())
-        keys = routing_keys[expected - first :] if routing_keys else None
+        keys = routing_keys[duplicates:] if routing_keys else None
         start = target.pending_end
         last = first + len(events) - 1
         end, undo = target.stage_append(encode_frames(fresh, time_ms, keys), writer_id, last)

@@ -502,12 +502,19 @@ class RpcFuzzer:
         )
         events = self._events()
         keys = self._routing_keys(len(events))
+        roll = self.rng.random()
+        discarded_from = (
+            None
+            if roll < 0.7
+            else self.rng.choice((expected, 0, first, first + 1, expected - 1, *_I64))
+        )
         return pb.AppendRequest(
             segment=segment,
             writer_id=writer,
             first_event_number=first,
             events=events,
             routing_keys=keys,
+            discarded_from=discarded_from,
         )
 
     def _ReadSegment(self) -> Any:

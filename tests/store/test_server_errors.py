@@ -409,6 +409,48 @@ def test_a_gap_in_writer_event_numbers_fails_its_precondition(store: Store) -> N
     )
 
 
+def test_a_gap_is_refused_unless_it_lies_in_numbers_the_writer_discarded(store: Store) -> None:
+    # "seed" stored 0..2 in sc/st/0; its numbers 3..4 were discarded, their fate unknown.
+    _expect(
+        store.stub.AppendEvents,
+        pb.AppendRequest(
+            segment="sc/st/0",
+            writer_id="seed",
+            first_event_number=6,
+            discarded_from=4,
+            events=[b"x"],
+        ),
+        lambda: store.client.append("sc/st/0", "seed", 6, [b"x"], discarded_from=4),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        FailedPreconditionError,
+        "event number 6 (discarded from 4)",
+        "expected is 3",
+    )
+    _expect(
+        store.stub.AppendEvents,
+        pb.AppendRequest(
+            segment="sc/st/0",
+            writer_id="seed",
+            first_event_number=5,
+            discarded_from=6,
+            events=[b"x"],
+        ),
+        lambda: store.client.append("sc/st/0", "seed", 5, [b"x"], discarded_from=6),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        InvalidArgumentError,
+        "discarded_from",
+        "6",
+    )
+    [segment] = store.client.create_stream("sc", "gap", 1).segments
+    name = segment.segment
+    store.client.append(name, "w", 0, [b"kept 0", b"kept 1", b"kept 2"])
+    result = store.client.append(name, "w", 5, [b"after"], discarded_from=3)
+    assert (result.appended, result.duplicates) == (1, 0)
+    late = store.client.append(name, "w", 3, [b"discarded 3", b"discarded 4"])
+    assert (late.appended, late.duplicates) == (0, 2)  # a late copy of the discarded batch
+    assert payloads(store.client, name) == [b"kept 0", b"kept 1", b"kept 2", b"after"]
+
+
 @pytest.mark.parametrize("split_count", [-1, 0, 1, 65])
 def test_a_split_count_out_of_range_is_an_invalid_argument(store: Store, split_count: int) -> None:
     _expect(

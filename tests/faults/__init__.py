@@ -1,0 +1,1 @@
+"""The fault suite: real server processes killed, fuzzed, and behind links that lose answers."""
