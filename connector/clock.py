@@ -7,11 +7,18 @@ Times are epoch milliseconds (int), as in Flink and Pravega.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "utc_text"]
+
+
+def utc_text(ms: int) -> str:
+    """Epoch milliseconds as people read them: ``2023-11-14T22:13:20.000Z`` (UTC, ISO 8601)."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @runtime_checkable

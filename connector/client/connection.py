@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
@@ -147,6 +148,7 @@ class StoreClient:
         )
         self._metadata = self.credentials.call_metadata()
         self._stub = _pb_grpc.SegmentStoreStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
         self._retry_timeout_s = retry_timeout_s
         self._call_timeout_s = call_timeout_s
         self._closed = False
@@ -460,6 +462,17 @@ class StoreClient:
         )
         response = self._invoke(self._stub.CompareAndSetState, request, on_repeat=on_repeat)
         return response.written, _state(response.current)
+
+    # --- health ---------------------------------------------------------------
+
+    def health(self) -> str:
+        """The server's answer to the standard gRPC health check: ``"SERVING"`` or another.
+
+        ``"SERVING"`` while the store takes writes, ``"NOT_SERVING"`` while it
+        refuses them or is stopping. Needs no token.
+        """
+        answer = self._invoke(self._health.Check, health_pb2.HealthCheckRequest(service=""))
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
 
     # --- lifecycle ------------------------------------------------------------
 

@@ -8,7 +8,14 @@
 
 from connector.security.credentials import TOKEN_METADATA_KEY, ClientCredentials, split_uri
 from connector.security.interceptor import TokenInterceptor, check_call
-from connector.security.rights import ANY_SCOPE, Need, Right, need_of, scope_of_state_key
+from connector.security.rights import (
+    ANY_SCOPE,
+    Need,
+    Right,
+    need_of,
+    parse_grant,
+    scope_of_state_key,
+)
 from connector.security.tls import ServerTls
 from connector.security.tokens import Principal, TokenTable, hash_token, new_token, token_entry
 
@@ -26,6 +33,7 @@ __all__ = [
     "hash_token",
     "need_of",
     "new_token",
+    "parse_grant",
     "scope_of_state_key",
     "split_uri",
     "token_entry",

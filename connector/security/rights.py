@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from connector._proto import store_pb2 as _pb
+from connector.errors import InvalidArgumentError
 
-__all__ = ["ANY_SCOPE", "Need", "Right", "need_of", "scope_of_state_key"]
+__all__ = ["ANY_SCOPE", "Need", "Right", "need_of", "parse_grant", "scope_of_state_key"]
 
 _STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
 
@@ -67,6 +68,21 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "ListStreams": (Right.READ, "scope", "scope"),
     "ListStateKeys": (Right.READ, "prefix", "state"),
 }
+
+
+def parse_grant(text: str) -> tuple[str, tuple[str, ...]]:
+    """``(scope, rights)`` of a grant written ``SCOPE=RIGHT[,RIGHT...]`` (``iot=read,write``).
+
+    Raises:
+        InvalidArgumentError: ``text`` has another shape or names an unknown right.
+    """
+    scope, _, rights = text.partition("=")
+    names = tuple(r.strip() for r in rights.split(",") if r.strip())
+    known = sorted(r.value for r in Right)
+    if not scope or not names or not set(names) <= set(known):
+        msg = f"expected SCOPE=RIGHT[,RIGHT...] with rights among {known}, got {text!r}"
+        raise InvalidArgumentError(msg)
+    return scope, names
 
 
 def scope_of_state_key(key: str) -> str:

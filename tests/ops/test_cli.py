@@ -40,7 +40,7 @@ def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) 
     exists = run(uri, "scope", "create", "ops")
     assert exists.exit_code == 4
     assert error_line(exists) == "tidemarkctl: error: scope 'ops' already exists"
-    assert run(uri, "scope", "create", "ops", "--exist-ok").exit_code == 0
+    assert run(uri, "scope", "create", "ops", "--if-not-exists").exit_code == 0
 
     created = ok_json(uri, "stream", "create", "ops/s", "--segments", "2")
     assert created["name"] == "ops/s"
@@ -59,7 +59,7 @@ def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) 
     sealed = ok_json(uri, "stream", "seal", "ops/s")
     assert sealed["sealed"] is True and all(s["sealed"] for s in sealed["segments"])
     deleted = ok_json(uri, "stream", "delete", "ops/s")
-    assert deleted == {"deleted": "ops/s"}
+    assert deleted == {"deleted": "ops/s", "existed": True}
     assert run(uri, "stream", "describe", "ops/s").exit_code == 3
 
 
@@ -130,7 +130,7 @@ def test_stream_tail_prints_events_and_watermarks_as_they_arrive(
         "ops/s",
         "--max-events",
         "2",
-        "--timeout",
+        "--duration",
         "20",
     )
     timer.join()
@@ -143,7 +143,7 @@ def test_stream_tail_prints_events_and_watermarks_as_they_arrive(
     assert {m["segment"] for m in marks} == {"ops/s/0", "ops/s/1"}
 
     from_start = run(
-        store_server.uri, "stream", "tail", "ops/s", "--from-start", "--timeout", "0.5"
+        store_server.uri, "stream", "tail", "ops/s", "--from-start", "--duration", "0.5"
     )
     assert from_start.exit_code == 0
     assert "ops/s/0@0 before" in from_start.output and "ops/s/1@" in from_start.output

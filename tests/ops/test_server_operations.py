@@ -9,11 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+from click.testing import CliRunner
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from connector import StoreClient, StreamManager
+from connector.cli import cli
 from connector.clock import ManualClock
 from connector.errors import ResourceExhaustedError
 from connector.ops.health import STORE_SERVICE
@@ -133,6 +135,8 @@ def test_health_is_not_serving_while_the_disk_is_full(
             what="NOT_SERVING on a full disk",
         )
         assert health_of(channel) == NOT_SERVING
+        refused = CliRunner().invoke(cli, ["health", "--uri", server.uri])
+        assert refused.exit_code == 5 and "is NOT_SERVING" in refused.stderr
         filler.unlink()
         client.append("r/s/0", "w", number, [b"after"])
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once space returns")

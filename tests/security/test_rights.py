@@ -110,14 +110,3 @@ def test_a_failed_reload_keeps_the_previous_tokens(tmp_path):
     with pytest.raises(InvalidArgumentError):
         table.reload()
     assert table.principal(token) is not None
-
-
-def test_the_token_command_writes_the_token_and_prints_an_entry_that_grants_it(tmp_path, capsys):
-    from connector.security.__main__ import main
-
-    main(["ingest", "--grant", "iot=read,write", "--token-out", str(tmp_path / "t")])
-    (tmp_path / "tokens.toml").write_text(capsys.readouterr().out)
-    token = (tmp_path / "t").read_text().strip()
-    assert (tmp_path / "t").stat().st_mode & 0o777 == 0o600
-    principal = TokenTable(tmp_path / "tokens.toml").principal(token)
-    assert principal is not None and principal.allows(Need(Right.WRITE, "iot"))

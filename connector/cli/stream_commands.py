@@ -1,0 +1,242 @@
+"""``tidemarkctl stream``: create, list, describe, scale, seal, truncate, delete, tail."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from connector.cli.app import Settings, Shown, TidemarkctlGroup
+from connector.cli.params import STREAM_NAME
+from connector.cli.scope_commands import names_shown
+from connector.cli.tail import EventSeen, tail
+from connector.client import StreamManager
+from connector.clock import utc_text
+from connector.errors import AlreadyExistsError, NotFoundError
+from connector.model import StreamDescription
+from connector.names import SegmentId, StreamId
+
+__all__ = ["stream"]
+
+pass_settings = click.make_pass_decorator(Settings, ensure=True)
+
+
+def _described(description: StreamDescription, **extra: Any) -> Shown:
+    value = asdict(description)
+    value["name"] = f"{description.scope}/{description.stream}"
+    value.update(extra)
+    state = "sealed" if description.sealed else "open"
+    lines = [
+        f"stream {description.scope}/{description.stream}: epoch {description.epoch}, {state}",
+        f"  {'SEGMENT':<24} {'KEY RANGE':<16} {'EPOCH':>5}  {'STATE':<6} PREDECESSORS",
+    ]
+    for s in description.segments:
+        keys = f"[{s.key_low:.3f}, {s.key_high:.3f})"
+        before = ",".join(s.predecessors) or "-"
+        lines.append(
+            f"  {s.segment:<24} {keys:<16} {s.epoch:>5}  {'sealed' if s.sealed else 'open':<6} "
+            f"{before}"
+        )
+    return Shown(value, "\n".join(lines))
+
+
+@click.group(cls=TidemarkctlGroup)
+def stream() -> None:
+    """Streams: create, list, describe, scale, seal, truncate, delete, tail."""
+
+
+@stream.command("list")
+@click.argument("scope_name", metavar="SCOPE")
+@pass_settings
+def stream_list(settings: Settings, scope_name: str) -> Shown:
+    """Lists the streams of SCOPE, sealed ones too."""
+    names = StreamManager(settings.client()).list_streams(scope_name)
+    full = [f"{scope_name}/{name}" for name in names]
+    return names_shown({"scope": scope_name, "streams": names}, full, "no streams")
+
+
+@stream.command("create")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option(
+    "--segments",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="How many segments the stream starts with.",
+)
+@click.option(
+    "--if-not-exists",
+    is_flag=True,
+    help="An existing stream is not an error (it is described as it is, whatever --segments).",
+)
+@pass_settings
+def stream_create(settings: Settings, name: StreamId, segments: int, if_not_exists: bool) -> Shown:
+    """Creates stream SCOPE/STREAM (the scope must exist)."""
+    client = settings.client()
+    try:
+        created = client.create_stream(name.scope, name.stream, segments)
+    except AlreadyExistsError:
+        if not if_not_exists:
+            raise
+        return _described(client.describe_stream(name.scope, name.stream), created=False)
+    return _described(created, created=True)
+
+
+@stream.command("describe")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@pass_settings
+def stream_describe(settings: Settings, name: StreamId) -> Shown:
+    """Shows a stream's segments, their key ranges and lineage."""
+    return _described(settings.client().describe_stream(name.scope, name.stream))
+
+
+@stream.command("scale")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option("--split", "split", type=int, metavar="N", help="Split segment number N ...")
+@click.option(
+    "--into", type=click.IntRange(min=2), default=2, show_default=True, help="... into this many."
+)
+@click.option(
+    "--merge", "merge", type=int, multiple=True, metavar="N", help="Merge these adjacent segments."
+)
+@pass_settings
+def stream_scale(
+    settings: Settings, name: StreamId, split: int | None, into: int, merge: tuple[int, ...]
+) -> Shown:
+    """Splits one segment (--split N --into K) or merges adjacent ones (--merge N --merge M)."""
+    if (split is None) == (not merge):
+        msg = "give either --split N or two or more --merge N"
+        raise click.UsageError(msg)
+    manager = StreamManager(settings.client())
+    if split is not None:
+        return _described(manager.split_segment(str(name.segment(split)), into=into))
+    return _described(manager.merge_segments([str(name.segment(n)) for n in merge]))
+
+
+@stream.command("seal")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@pass_settings
+def stream_seal(settings: Settings, name: StreamId) -> Shown:
+    """Seals every open segment: the stream takes no more events."""
+    return _described(settings.client().seal_stream(name.scope, name.stream))
+
+
+@stream.command("delete")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option("--if-exists", is_flag=True, help="A stream that does not exist is not an error.")
+@pass_settings
+def stream_delete(settings: Settings, name: StreamId, if_exists: bool) -> Shown:
+    """Deletes a sealed stream and its data (seal it first)."""
+    try:
+        settings.client().delete_stream(name.scope, name.stream)
+    except NotFoundError:
+        if not if_exists:
+            raise
+        return Shown({"deleted": str(name), "existed": False}, f"stream {name} does not exist")
+    return Shown({"deleted": str(name), "existed": True}, f"stream {name} deleted")
+
+
+def _cut_entry(_ctx: Any, param: click.Parameter, values: tuple[str, ...]) -> dict[int, int]:
+    cut = {}
+    for value in values:
+        number, sep, offset = value.partition("=")
+        if not sep or not number.isdecimal() or not offset.isdecimal():
+            msg = f"expected SEGMENT=OFFSET (two numbers), got {value!r}"
+            raise click.BadParameter(msg, param=param)
+        cut[int(number)] = int(offset)
+    return cut
+
+
+@stream.command("truncate")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option(
+    "--cut",
+    multiple=True,
+    callback=_cut_entry,
+    metavar="SEGMENT=OFFSET",
+    help="Truncate segment number SEGMENT before byte OFFSET (an event boundary); repeatable.",
+)
+@click.option("--at-tail", is_flag=True, help="Truncate everything stored now.")
+@pass_settings
+def stream_truncate(
+    settings: Settings, name: StreamId, cut: dict[int, int], at_tail: bool
+) -> Shown:
+    """Truncates a stream at a cut: the data before it can no longer be read.
+
+    Sealed segments wholly before the cut lose their data files. Readers
+    positioned before the cut fail, naming the first readable offset.
+    """
+    if bool(cut) == at_tail:
+        msg = "give either --cut SEGMENT=OFFSET (repeatable) or --at-tail"
+        raise click.UsageError(msg)
+    client = settings.client()
+    if at_tail:
+        described = client.describe_stream(name.scope, name.stream)
+        # The newest segments: the open ones, or the last ones of a sealed stream.
+        newest = [s for s in described.segments if not s.successors]
+        cut = {
+            SegmentId.parse(s.segment).number: client.segment_info(s.segment).write_offset
+            for s in newest
+        }
+    result = client.truncate_stream(name.scope, name.stream, cut)
+    value = {
+        "stream": str(name),
+        "cut": {str(n): o for n, o in sorted(cut.items())},
+        "removed_segments": list(result.removed_segments),
+        "bytes_freed": result.bytes_freed,
+    }
+    lines = [f"stream {name} truncated at {', '.join(f'{n}={o}' for n, o in cut.items())}"]
+    lines += [f"  removed {segment}" for segment in result.removed_segments]
+    lines.append(f"  {result.bytes_freed} bytes freed")
+    return Shown(value, "\n".join(lines))
+
+
+@stream.command("tail")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option("--from-start", is_flag=True, help="Begin at the first event, not at the tail.")
+@click.option("--max-events", type=click.IntRange(min=1), help="Stop after this many events.")
+@click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(min=0),
+    help="Stop after this many seconds (default: run until Ctrl-C, which exits 0).",
+)
+@click.option("--no-watermarks", is_flag=True, help="Print events only.")
+@pass_settings
+def stream_tail(
+    settings: Settings,
+    name: StreamId,
+    from_start: bool,
+    max_events: int | None,
+    duration_s: float | None,
+    no_watermarks: bool,
+) -> None:
+    """Prints events as they arrive, and each segment's watermark as it rises.
+
+    Times are ingestion times (the store's clock when it stored the event).
+    With -o json, one JSON object a line. Ctrl-C stops it (exit 0).
+    """
+    events = 0
+    try:
+        for item in tail(settings.client(), name, from_start=from_start, timeout_s=duration_s):
+            if isinstance(item, EventSeen):
+                events += 1
+                payload = item.payload.decode("utf-8", "backslashreplace")
+                value = {
+                    "kind": "event",
+                    "segment": item.segment,
+                    "offset": item.offset,
+                    "ingestion_time": item.ingestion_time,
+                    "routing_key": item.routing_key,
+                    "payload": payload,
+                }
+                text = f"{utc_text(item.ingestion_time)} {item.segment}@{item.offset} {payload}"
+                settings.emit(value, text)
+                if max_events is not None and events >= max_events:
+                    return
+            elif not no_watermarks:
+                value = {"kind": "watermark", "segment": item.segment, "watermark": item.watermark}
+                settings.emit(value, f"-- watermark {item.segment} {utc_text(item.watermark)}")
+    except KeyboardInterrupt:
+        return  # Ctrl-C is how a tail is meant to end
