@@ -2,25 +2,30 @@
 
 :class:`HealthReporter` answers ``grpc.health.v1.Health`` for the whole server
 (service ``""``) and for the store's service by name: SERVING while the store
-takes writes, NOT_SERVING while it refuses them (out of disk space until a
-change is stored again, or failed), and NOT_SERVING for good once the server
-stops. It follows the store by looking every ``period_s`` seconds, on the
-server's event loop, so a probe sees a change at most that late.
+takes writes and its background tasks make progress, NOT_SERVING while it
+refuses writes (out of disk space until a change is stored again, or failed)
+or one of its background tasks is stalled (failing for longer than its bound:
+see :mod:`connector.background`), and NOT_SERVING for good once the server
+stops. It follows the store in a background task of its own (``health``),
+every ``period_s`` seconds on the server's event loop, so a probe sees a
+change at most that late.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from connector._proto import store_pb2 as _pb
+from connector.background import BackgroundTask, TaskStatus
 from connector.store import SegmentStore
 
-__all__ = ["STORE_SERVICE", "HealthReporter", "add_reflection"]
+__all__ = ["STORE_SERVICE", "HealthReporter", "add_reflection", "is_serving"]
 
 #: The full name of the store's gRPC service.
 STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
@@ -29,24 +34,38 @@ _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
+def is_serving(accepting_writes: bool, tasks: Iterable[TaskStatus], now_ms: int) -> bool:
+    """Whether a store is healthy: it takes writes and none of its background tasks is stalled."""
+    return accepting_writes and not any(task.stalled(now_ms) for task in tasks)
+
+
 class HealthReporter:
-    """Keeps an asyncio server's health service in step with its store's ability to take writes."""
+    """Keeps an asyncio server's health service in step with its store."""
 
     def __init__(self, store: SegmentStore, period_s: float = 0.1):
         self.servicer = health.aio.HealthServicer()
         self._store = store
-        self._period_s = period_s
         self._serving: bool | None = None
+        self._task = BackgroundTask(
+            "health",
+            self._update,
+            period_ms=max(1, round(period_s * 1000)),
+            clock=store.config.clock,
+        )
         self._following: asyncio.Task[None] | None = None
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Adds the health service to ``server``."""
         health_pb2_grpc.add_HealthServicer_to_server(self.servicer, server)
 
+    def status(self) -> TaskStatus:
+        """How the health watcher itself is doing."""
+        return self._task.status()
+
     async def start(self) -> None:
         """Answers for the store as it is now, then follows it (on the running loop)."""
-        await self._update()
-        self._following = asyncio.create_task(self._follow(), name="tidemark-health")
+        await self._task.run_round_async()
+        self._following = asyncio.create_task(self._task.run_periodically(), name="tidemark-health")
 
     async def stop(self) -> None:
         """Answers NOT_SERVING from now on (the server is going away)."""
@@ -57,18 +76,15 @@ class HealthReporter:
         await self.servicer.enter_graceful_shutdown()
 
     async def _update(self) -> None:
-        serving = self._store.accepting_writes
+        store = self._store
+        now = store.config.clock.now_ms()
+        serving = is_serving(store.accepting_writes, store.background_status(), now)
         if serving == self._serving:
             return
-        self._serving = serving
         status = _SERVING if serving else _NOT_SERVING
         for service in ("", STORE_SERVICE):
             await self.servicer.set(service, status)
-
-    async def _follow(self) -> None:
-        while True:
-            await asyncio.sleep(self._period_s)
-            await self._update()
+        self._serving = serving
 
 
 def add_reflection(server: grpc.aio.Server) -> None:

@@ -20,20 +20,27 @@ Names, all prefixed ``tidemark_``:
   a watermark rise (they hold no server thread while they wait).
 - ``stream_tail_watermark_ms`` and ``stream_tail_watermark_lag_ms`` {stream}: the
   lowest watermark of the stream's open segments, and how far it is behind now.
+- ``background_task_failed_rounds_total`` {task}: rounds of a background task
+  (``idle_ticks``, ``journal_compaction``, ``health``) that failed;
+  ``background_task_last_success_timestamp_seconds`` {task}: when its last
+  round succeeded (absent before one did); ``background_task_stalled`` {task}:
+  1 while it has failed (or one round has run) for longer than its bound.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from connector.background import TaskStatus
+from connector.clock import Clock
 from connector.errors import TidemarkError
 from connector.store import SegmentStore, StoreObserver
 
@@ -114,6 +121,40 @@ class _StoreStateCollector(Collector):
         )
 
 
+class _BackgroundTaskCollector(Collector):
+    """Each background task's failures, last success and stall, read when Prometheus scrapes."""
+
+    def __init__(self, tasks: Callable[[], Iterable[TaskStatus]], clock: Clock):
+        self._tasks = tasks
+        self._clock = clock
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:  # noqa: D102
+        failed = CounterMetricFamily(
+            "tidemark_background_task_failed_rounds",
+            "Rounds of a background task that failed (each is retried a period later).",
+            labels=["task"],
+        )
+        last_success = GaugeMetricFamily(
+            "tidemark_background_task_last_success_timestamp_seconds",
+            "When the task's last round succeeded (store clock, seconds since the epoch).",
+            labels=["task"],
+        )
+        stalled = GaugeMetricFamily(
+            "tidemark_background_task_stalled",
+            "1 while the task has failed, or one round has run, for longer than its bound.",
+            labels=["task"],
+        )
+        now = self._clock.now_ms()
+        for task in self._tasks():
+            failed.add_metric([task.name], task.failed_rounds)
+            if task.last_success_ms is not None:
+                last_success.add_metric([task.name], task.last_success_ms / 1000)
+            stalled.add_metric([task.name], 1 if task.stalled(now) else 0)
+        yield failed
+        yield last_success
+        yield stalled
+
+
 class _Observer(StoreObserver):
     def __init__(self, groups: Histogram, ticks: Counter):
         self._groups = groups
@@ -127,9 +168,17 @@ class _Observer(StoreObserver):
 
 
 class StoreMetrics:
-    """The metrics of one store server, in their own registry."""
+    """The metrics of one store server, in their own registry.
 
-    def __init__(self, store: SegmentStore):
+    ``background_tasks`` lists the statuses of the server's background tasks
+    at scrape time (by default the store's own).
+    """
+
+    def __init__(
+        self,
+        store: SegmentStore,
+        background_tasks: Callable[[], Iterable[TaskStatus]] | None = None,
+    ):
         self.registry = CollectorRegistry()
         self.appended_events = Counter(
             "tidemark_appended_events",
@@ -165,6 +214,11 @@ class StoreMetrics:
             "tidemark_idle_ticks", "Idle ticks given to segments.", registry=self.registry
         )
         self.registry.register(_StoreStateCollector(store))
+        self.registry.register(
+            _BackgroundTaskCollector(
+                background_tasks or store.background_status, store.config.clock
+            )
+        )
         ProcessCollector(registry=self.registry)
         store.observer = _Observer(groups, ticks)
         self._http: WSGIServer | None = None

@@ -14,6 +14,7 @@ import grpc
 
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import GRPC_OPTIONS, MAX_READ_BYTES
+from connector.background import TaskStatus
 from connector.errors import InvalidArgumentError
 from connector.ops import HealthReporter, StoreMetrics, add_reflection
 from connector.security import ServerTls, TokenInterceptor, TokenTable
@@ -62,9 +63,10 @@ class StoreServer:
     unless ``allow_unauthenticated`` says it may listen elsewhere.
 
     Operations: the port also answers the standard gRPC health service
-    (SERVING while the store takes writes) and server reflection, which need no
-    token; ``metrics_listen`` (``host:port``) serves Prometheus metrics over
-    HTTP at ``/metrics`` (``metrics_address`` says where, once started).
+    (SERVING while the store takes writes and no background task is stalled)
+    and server reflection, which need no token; ``metrics_listen``
+    (``host:port``) serves Prometheus metrics over HTTP at ``/metrics``
+    (``metrics_address`` says where, once started).
     """
 
     def __init__(
@@ -96,8 +98,8 @@ class StoreServer:
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
         self.store = SegmentStore(config)
-        self.metrics = StoreMetrics(self.store)
         self.health = HealthReporter(self.store)
+        self.metrics = StoreMetrics(self.store, self.background_status)
         self._metrics_listen = metrics_listen
         self.metrics_address: str | None = None
         self._changes = ThreadPoolExecutor(max_workers, thread_name_prefix="tidemark-change")
@@ -203,6 +205,10 @@ class StoreServer:
         await self.health.stop()
         self._parked.close()
         await self._server.stop(grace_s)
+
+    def background_status(self) -> list[TaskStatus]:
+        """How each background task of the server is doing: the store's, and the health watcher."""
+        return [*self.store.background_status(), self.health.status()]
 
     def wait(self) -> None:
         """Blocks until the server stops."""

@@ -3,6 +3,8 @@
 Without it the journal grows with history (every append and idle tick is a
 record) and a restart replays all of it. Compaction bounds a restart by the
 live state plus at most ``compact_after_records`` records of history.
+The store runs it as a background task (:mod:`connector.background`): a
+failed compaction is logged once, counted, and retried a period later.
 """
 
 from __future__ import annotations
@@ -34,19 +36,16 @@ class Compaction:
     def maybe_compact(self) -> None:
         """Compacts if due; call only when every change is durable and published.
 
-        Between groups the snapshot is exactly the durable state. A failed
-        rewrite (a full disk) leaves the old journal in place and is tried
-        again once the journal has grown as much again.
+        Between groups the snapshot is exactly the durable state.
+
+        Raises:
+            OSError: the rewrite failed (a full disk); the old journal stays in
+                place and compaction is still due, so the next call tries again.
         """
         records = self._journal.records
         if records < max(self._after_records, 2 * self._snapshot_records):
             return
         snapshot = [encode(record) for record in self._catalog.snapshot()]
-        try:
-            self._journal.rewrite(snapshot)
-        except OSError as error:
-            _log.warning("the journal was not compacted: %s", error)
-            self._snapshot_records = records
-            return
+        self._journal.rewrite(snapshot)
         _log.info("compacted the journal: %d records to %d", records, len(snapshot))
         self._snapshot_records = len(snapshot)

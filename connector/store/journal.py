@@ -106,6 +106,9 @@ class Journal:
         try:
             write_all(fd, data, 0)
             os.fsync(fd)
+        except OSError:
+            os.unlink(temporary)  # a failed attempt leaves no file behind
+            raise
         finally:
             os.close(fd)
         os.replace(temporary, self._path)
@@ -119,6 +122,11 @@ class Journal:
         self._size = len(data)
         self.records = len(records)
         return self._size
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether records are queued for the next :meth:`sync`."""
+        return bool(self._pending)
 
     @property
     def size(self) -> int:

@@ -156,6 +156,16 @@ class Segment:
         self.pending_time = max(now_ms, self.pending_time + 1)
         return self.pending_time
 
+    def stage_time(self, now_ms: int) -> tuple[int, Callable[[], None]]:
+        """:meth:`next_time`, and the step that takes it back should its group fail."""
+        previous = self.pending_time
+        time_ms = self.next_time(now_ms)
+
+        def undo() -> None:
+            self.pending_time = previous
+
+        return time_ms, undo
+
     def expected_event_number(self, writer_id: str) -> int:
         """The number of the next event ``writer_id`` may append here (0 for a new writer)."""
         return self._writer_numbers.get(writer_id, -1) + 1

@@ -11,7 +11,8 @@ therefore durable, and a reader never sees what a crash could take back.
 A group whose data or journal cannot be made durable (a full disk, an I/O
 error) fails whole: its data is cut off the files and its pending changes are
 taken back through the undo steps ``prepare`` registered, so the store goes on
-as if the group had never been tried.
+as if the group had never been tried. A run of such failures is logged once
+per cause (:class:`~connector.background.FailureLog`), not once per group.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from connector.background import FailureLog
 from connector.errors import ResourceExhaustedError, StoreUnavailableError, TidemarkError
 from connector.store.disk import domain_error
 from connector.store.journal import Journal
@@ -77,8 +79,10 @@ class Sequencer:
         # commit fail: run in reverse, they leave the pending state as it was durable.
         self._undo: list[Callable[[], None]] = []
         self._failure: BaseException | None = None
-        # Set when a group failed for want of disk space; the next durable group clears it.
+        # Set when a group failed for want of disk space; cleared by the next group that
+        # stores something (a group that wrote nothing proves nothing about the disk).
         self._out_of_space = False
+        self._failures = FailureLog("storing changes", _log)
         #: Set once the sequencer has stopped.
         self.stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tidemark-sequencer", daemon=True)
@@ -170,7 +174,7 @@ class Sequencer:
         except TidemarkError as error:
             op.future.set_exception(error)
         except OSError as error:  # the data file's write failed; nothing of it stays
-            _log.warning("a change was not stored: %s", error)
+            self._failures.failed(error)
             self._note_failure(error)
             op.future.set_exception(domain_error(error, "the change"))
         except Exception as error:  # a bug: report it to the caller, keep serving
@@ -188,12 +192,13 @@ class Sequencer:
         if not group:
             self._written.clear()
             return
+        stores = bool(self._written) or self._journal.has_pending
         try:
             for segment in self._written:
                 segment.sync()
             self._journal.sync()
         except OSError as error:
-            _log.warning("a group of %d change(s) was not stored: %s", len(group), error)
+            self._failures.failed(error)
             self._roll_back(undo)
             self._note_failure(error)
             failure = domain_error(error, "the change")
@@ -202,7 +207,9 @@ class Sequencer:
             return
         finally:
             self._written.clear()
-        self._out_of_space = False
+        if stores:
+            self._out_of_space = False
+            self._failures.succeeded()
         self._committed(len(group))
         for op, publish in group:
             try:

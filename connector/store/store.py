@@ -9,7 +9,10 @@ could take back. Each change is one typed journal record
 (:mod:`~connector.store.records`) applied to the :mod:`~connector.store.catalog`;
 a :class:`~connector.store.segment.Segment` keeps its own data file, watermark
 index and lock. The idle advancer gives segments without writes idle ticks, so
-their watermarks move (PDP 26).
+their watermarks move (PDP 26). The advancer and journal compaction are
+background tasks (:mod:`connector.background`): a failed round is logged once,
+counted and retried a period later, and :meth:`SegmentStore.background_status`
+says how each is doing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.background import BackgroundTask, TaskStatus
 from connector.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
@@ -27,7 +31,6 @@ from connector.errors import (
     NotFoundError,
     ResourceExhaustedError,
     SegmentSealedError,
-    StoreUnavailableError,
     quoted,
 )
 from connector.framing import MAX_ROUTING_KEY_BYTES, encode_frames
@@ -71,6 +74,10 @@ __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
 _log = logging.getLogger(__name__)
 
+#: How often a failed journal compaction is tried again when the store has no
+#: polling period of its own (ms).
+COMPACTION_RETRY_MS = 1_000
+
 
 class SegmentStore:
     """A durable store of streams; thread-safe.
@@ -88,24 +95,32 @@ class SegmentStore:
         self._catalog = Catalog(config.data_dir, self._files, config.max_segments)
         self._journal = open_journal(config.data_dir)
         recover(self._catalog, self._journal)
-        self._compaction = Compaction(self._journal, self._catalog, config.compact_after_records)
-        self._compaction.maybe_compact()
+        compaction = Compaction(self._journal, self._catalog, config.compact_after_records)
+        # Run between groups, when the journal holds exactly the durable state.
+        self._compaction = BackgroundTask(
+            "journal_compaction",
+            compaction.maybe_compact,
+            period_ms=config.polling_period_ms or COMPACTION_RETRY_MS,
+            clock=self._clock,
+        )
+        self._compaction.run_round()
         self._sequencer = Sequencer(
             self._journal,
             apply=self._catalog.apply,
             committed=lambda changes: self.observer.committed(changes),
-            between_groups=self._compaction.maybe_compact,
+            between_groups=self._compaction.run_round_if_due,
         )
         self._closed = threading.Event()
         self._parked_lock = threading.Lock()
         self._parked = 0
-        self._advancer_stop = threading.Event()
-        self._advancer: threading.Thread | None = None
+        self._idle_ticks: BackgroundTask | None = None
         if config.polling_period_ms is not None:
-            self._advancer = threading.Thread(
-                target=self._advance_periodically, name="tidemark-idle-advancer", daemon=True
-            )
-            self._advancer.start()
+            self._idle_ticks = BackgroundTask(
+                "idle_ticks",
+                self.advance_idle_segments,
+                period_ms=config.polling_period_ms,
+                clock=self._clock,
+            ).start()
 
     # --- metadata -------------------------------------------------------------
 
@@ -589,6 +604,16 @@ class SegmentStore:
         """
         return not self._closed.is_set() and self._sequencer.accepting_writes
 
+    def background_status(self) -> list[TaskStatus]:
+        """How the store's background tasks are doing: journal compaction, and idle ticks if on.
+
+        A task whose rounds fail goes on trying every period; its status
+        says how many failed, when one last succeeded and whether it is
+        stalled (see :mod:`connector.background`).
+        """
+        tasks = [self._compaction, self._idle_ticks]
+        return [task.status() for task in tasks if task is not None]
+
     def journal_size(self) -> int:
         """The journal's size on disk, in bytes."""
         return os.path.getsize(os.path.join(self.config.data_dir, "journal.log"))
@@ -600,16 +625,23 @@ class SegmentStore:
 
         The tick is a persisted temporal operation: it moves LAST_WRITE_TIME
         and the watermark at the segment's tail. Returns how many were ticked.
+
+        Raises:
+            ResourceExhaustedError: the ticks could not be stored (a full
+                disk); none of them was, and the same segments are due again.
+            StoreUnavailableError: the store is closed or failed.
         """
 
         def prepare() -> Publish:
             now = self._clock.now_ms()
             lag = self.config.max_watermark_lag_ms
-            publishes = [
-                self._sequencer.record(Ticked(s.name, s.next_time(now)))
-                for s in self._catalog.segments()
-                if not s.pending_sealed and now - s.pending_time > lag
-            ]
+            publishes = []
+            for segment in self._catalog.segments():
+                if segment.pending_sealed or now - segment.pending_time <= lag:
+                    continue
+                time_ms, undo = segment.stage_time(now)
+                self._sequencer.on_failure(undo)
+                publishes.append(self._sequencer.record(Ticked(segment.name, time_ms)))
 
             def published() -> int:
                 for publish in publishes:
@@ -621,15 +653,6 @@ class SegmentStore:
             return published
 
         return self._sequencer.submit(prepare, barrier=False)
-
-    def _advance_periodically(self) -> None:
-        assert self.config.polling_period_ms is not None
-        period = self.config.polling_period_ms / 1000
-        while not self._advancer_stop.wait(period):
-            try:
-                self.advance_idle_segments()
-            except StoreUnavailableError:
-                return
 
     # --- small durable values (reader group state) ----------------------------
 
@@ -668,9 +691,8 @@ class SegmentStore:
         """Stops the sequencer and the advancer and closes files; closing twice is harmless."""
         if self._closed.is_set():
             return
-        self._advancer_stop.set()
-        if self._advancer is not None:
-            self._advancer.join()
+        if self._idle_ticks is not None:
+            self._idle_ticks.stop()
         self._sequencer.stop()
         self._closed.set()
         for segment in self._catalog.segments():

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import pathlib
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
 from click.testing import CliRunner
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from prometheus_client.parser import text_string_to_metric_families
 
 from connector import StoreClient, StreamManager
+from connector.background import TaskStatus
 from connector.cli import cli
 from connector.clock import ManualClock
 from connector.errors import ResourceExhaustedError
@@ -22,9 +22,7 @@ from connector.ops.health import STORE_SERVICE
 from connector.server import StoreServer
 from connector.store import StoreConfig
 from tests.conftest import CLOCK_START_MS, wait_until
-
-SERVING = health_pb2.HealthCheckResponse.SERVING
-NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+from tests.probes import NOT_SERVING, SERVING, health_of, scrape
 
 
 @pytest.fixture
@@ -33,16 +31,6 @@ def metered(data_dir: pathlib.Path, clock: ManualClock) -> Iterator[StoreServer]
     server = StoreServer(config, metrics_listen="127.0.0.1:0").start()
     yield server
     server.stop(grace_s=0.5)
-
-
-def scrape(address: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualClock) -> None:
@@ -74,6 +62,14 @@ def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualC
     # Every change was one durable group or part of one.
     assert samples[("tidemark_commit_group_changes_sum", ())] >= 3 + 12 + 1
     assert samples[("tidemark_journal_bytes", ())] > 0
+    for task in ("journal_compaction", "health"):  # no idle ticks: this store has no polling
+        assert samples[("tidemark_background_task_failed_rounds_total", (("task", task),))] == 0
+        assert samples[("tidemark_background_task_stalled", (("task", task),))] == 0
+        assert (
+            "tidemark_background_task_last_success_timestamp_seconds",
+            (("task", task),),
+        ) in samples
+    assert ("tidemark_background_task_stalled", (("task", "idle_ticks"),)) not in samples
     now = CLOCK_START_MS + 60_000
     # The idle tick put every open segment's watermark just before now.
     watermark = samples[("tidemark_stream_tail_watermark_ms", s)]
@@ -82,11 +78,6 @@ def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualC
     clock.advance(5_000)
     later = scrape(metered.metrics_address)
     assert later[("tidemark_stream_tail_watermark_lag_ms", s)] == now + 5_000 - watermark
-
-
-def health_of(channel: grpc.Channel, service: str = "") -> int:
-    stub = health_pb2_grpc.HealthStub(channel)
-    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
 
 
 def test_health_and_reflection_answer_without_a_token(store_server: StoreServer) -> None:
@@ -163,3 +154,38 @@ def test_the_parked_reads_gauge_counts_reads_waiting_at_a_tail(metered: StoreSer
             client.append("p/s/0", "w", 0, [b"wake"])  # data arrives: every wait ends
             assert all(len(w.result(timeout=30).data) > 0 for w in waits)
         wait_until(lambda: parked() == 0, 10, what="no read parked")
+
+
+def test_health_is_not_serving_while_a_background_task_is_stalled(
+    start_store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_store(polling_period_ms=20, max_watermark_lag_ms=0)
+    store = server.store
+    with StoreClient(server.uri, retry_timeout_s=2.0) as client:
+        StreamManager(client).create_scope("h")
+        StreamManager(client).create_stream("h", "s", segment_count=2)
+
+    def idle_ticks() -> TaskStatus:
+        (status,) = [s for s in server.background_status() if s.name == "idle_ticks"]
+        return status
+
+    real_sync = store._journal.sync
+
+    def failing_sync() -> None:  # the disk fails its writes, for a reason other than space
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    with grpc.insecure_channel(server.address) as channel:
+        assert health_of(channel) == SERVING
+        monkeypatch.setattr(store._journal, "sync", failing_sync)
+        clock.advance(1)  # ticks are due: every round fails
+        wait_until(lambda: idle_ticks().failed_rounds >= 3, what="failing idle rounds")
+        assert health_of(channel) == SERVING, "failing, but not yet for longer than its bound"
+        clock.advance(idle_ticks().stall_after_ms + 1)
+        wait_until(lambda: health_of(channel) == NOT_SERVING, what="NOT_SERVING once stalled")
+        assert health_of(channel, STORE_SERVICE) == NOT_SERVING
+        assert store.accepting_writes, "the store does not refuse writes for want of space"
+        assert "Input/output error" in (idle_ticks().last_error or "")
+
+        monkeypatch.setattr(store._journal, "sync", real_sync)
+        wait_until(lambda: health_of(channel) == SERVING, what="SERVING once a round succeeds")
+        assert idle_ticks().failing_since_ms is None

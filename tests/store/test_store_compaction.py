@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import pathlib
 
+import pytest
+
+from connector.background import TaskStatus
 from connector.clock import ManualClock
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
+from connector.store.store import COMPACTION_RETRY_MS
 
 LAG = 100
 
@@ -99,3 +105,39 @@ def test_a_journal_of_history_is_compacted_at_start_and_opens_as_before(
         assert store.journal_size() * 5 < full_size
     with SegmentStore(_config(tmp_path, clock, 100)) as store:
         assert _state(store) == before
+
+
+def test_a_failed_compaction_is_reported_and_retried_a_period_later(
+    tmp_path: pathlib.Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SegmentStore(_config(tmp_path / "data", clock, compact_after=20))
+    store.create_scope("c")
+    store.create_stream("c", "s", 1)
+
+    def compaction() -> TaskStatus:
+        """The task's status once the sequencer is past the last change's compaction round."""
+        store.compare_and_set_state("settle", 99, b"")  # answered after the rounds before it
+        (status,) = [s for s in store.background_status() if s.name == "journal_compaction"]
+        return status
+
+    def no_space(records: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real_rewrite = store._journal.rewrite
+    monkeypatch.setattr(store._journal, "rewrite", no_space)
+    for number in range(30):  # due after 20 records: the first try fails, the store goes on
+        store.append("c/s/0", "w", number, [b"e"])
+    assert compaction().failed_rounds == 1, "retried no sooner than a period later"
+    assert compaction().last_error == "OSError: [Errno 28] No space left on device"
+    clock.advance(COMPACTION_RETRY_MS)
+    store.append("c/s/0", "w", 30, [b"e"])
+    assert compaction().failed_rounds == 2
+
+    monkeypatch.setattr(store._journal, "rewrite", real_rewrite)  # space is back
+    clock.advance(COMPACTION_RETRY_MS)
+    store.append("c/s/0", "w", 31, [b"e"])
+    assert compaction().failing_since_ms is None
+    assert store._journal.records < 10, "compacted as soon as it was retried"
+    store.close()
+    with SegmentStore(_config(tmp_path / "data", clock, compact_after=20)) as reopened:
+        assert reopened.append("c/s/0", "w", 31, [b"e"]).duplicates == 1

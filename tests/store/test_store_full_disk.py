@@ -10,42 +10,32 @@ import errno
 import os
 import pathlib
 import signal
+import time
 
+import grpc
 import pytest
 
 from connector import StoreClient, StreamManager
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
-from connector.reader.planning import SegmentRange, read_range
+from connector.ops.health import STORE_SERVICE
 from connector.store import SegmentStore, StoreConfig
 from connector.store import disk as disk_module
+from tests.conftest import wait_until
+from tests.probes import (
+    NOT_SERVING,
+    SERVING,
+    append_until_full,
+    fill_disk,
+    health_of,
+    metrics_address,
+    read_all,
+    scrape,
+)
 
 pytestmark = pytest.mark.slow
 
 SEGMENT = "r/s/0"
-
-
-def _read_all(client: StoreClient, segment: str) -> list[bytes]:
-    end = client.segment_info(segment).write_offset
-    return [
-        frame.payload
-        for result in read_range(client, SegmentRange(segment, 0, end))
-        for frame in iter_frames(result.data)
-    ]
-
-
-def _fill(client: StoreClient, size: int, first: int) -> tuple[list[bytes], ResourceExhaustedError]:
-    """Appends events of ``size`` bytes until the store refuses one; returns those it took."""
-    stored: list[bytes] = []
-    for number in range(first, first + 10_000):
-        event = number.to_bytes(4, "big") * (size // 4)
-        try:
-            client.append(SEGMENT, "writer", number, [event])
-        except ResourceExhaustedError as refused:
-            return stored, refused
-        stored.append(event)
-    msg = f"a 4 MiB disk took {len(stored)} events of {size} bytes"
-    raise AssertionError(msg)
 
 
 def test_a_full_disk_loses_nothing_acknowledged_and_recovers_without_restart(
@@ -59,25 +49,26 @@ def test_a_full_disk_loses_nothing_acknowledged_and_recovers_without_restart(
         filler = small_disk / "filler"
         filler.write_bytes(b"\0" * (2 * 1024 * 1024))
 
-        big, refused = _fill(client, 64 * 1024, first=0)
+        big, refused = append_until_full(client, SEGMENT, 64 * 1024, first=0)
         assert big, "some 64 KiB events fit before the disk filled"
         assert "out of disk space" in str(refused) and str(small_disk) not in str(refused)
-        small, _ = _fill(client, 100, first=len(big))  # the last pages: data or journal fills
+        # The last pages: the data file or the journal fills.
+        small, _ = append_until_full(client, SEGMENT, 100, first=len(big))
         acknowledged = big + small
-        assert _read_all(client, SEGMENT) == acknowledged, "reads go on, with what was acknowledged"
+        assert read_all(client, SEGMENT) == acknowledged, "reads go on, with what was acknowledged"
         assert client.segment_info(SEGMENT).write_offset > 0
 
         filler.unlink()  # space comes back: the same process takes writes again
         result = client.append(SEGMENT, "writer", len(acknowledged), [b"after"])
         assert result.appended == 1
         acknowledged.append(b"after")
-        assert _read_all(client, SEGMENT) == acknowledged
+        assert read_all(client, SEGMENT) == acknowledged
 
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
     restarted = spawn_server(data_dir)
     with StoreClient(restarted.uri, retry_timeout_s=2.0) as client:
-        assert _read_all(client, SEGMENT) == acknowledged
+        assert read_all(client, SEGMENT) == acknowledged
 
 
 def test_a_restart_on_a_still_full_disk_succeeds(small_disk: pathlib.Path, spawn_server) -> None:
@@ -86,14 +77,14 @@ def test_a_restart_on_a_still_full_disk_succeeds(small_disk: pathlib.Path, spawn
     with StoreClient(server.uri, retry_timeout_s=2.0) as client:
         StreamManager(client).create_scope("r")
         StreamManager(client).create_stream("r", "s", segment_count=1)
-        acknowledged, _ = _fill(client, 64 * 1024, first=0)
-        more, _ = _fill(client, 100, first=len(acknowledged))
+        acknowledged, _ = append_until_full(client, SEGMENT, 64 * 1024, first=0)
+        more, _ = append_until_full(client, SEGMENT, 100, first=len(acknowledged))
         acknowledged += more
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
     restarted = spawn_server(data_dir)
     with StoreClient(restarted.uri, retry_timeout_s=2.0) as client:
-        assert _read_all(client, SEGMENT) == acknowledged
+        assert read_all(client, SEGMENT) == acknowledged
 
 
 class _FailingWrites:
@@ -151,3 +142,80 @@ def test_a_failed_journal_write_is_cut_back_and_later_changes_survive_a_restart(
     assert [f.payload for f in iter_frames(data)] == [b"zero", b"one again"]
     assert reopened.get_state("readergroup/r/g").revision == 1
     reopened.close()
+
+
+IDLE_SEGMENTS = 32
+IDLE_LAG_MS = 200
+IDLE_POLLING_MS = 50
+
+
+def _failed_rounds(metrics: str, task: str) -> float:
+    key = ("tidemark_background_task_failed_rounds_total", (("task", task),))
+    return scrape(metrics)[key]
+
+
+def test_idle_ticks_survive_a_full_disk_and_resume_once_space_returns(
+    small_disk: pathlib.Path, spawn_server
+) -> None:
+    server = spawn_server(
+        small_disk / "data",
+        "--max-watermark-lag-ms",
+        str(IDLE_LAG_MS),
+        "--polling-period-ms",
+        str(IDLE_POLLING_MS),
+        "--metrics-listen",
+        "127.0.0.1:0",
+    )
+    metrics = metrics_address(server)
+    with (
+        StoreClient(server.uri, retry_timeout_s=2.0) as client,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        StreamManager(client).create_scope("idle")
+        created = StreamManager(client).create_stream("idle", "s", segment_count=IDLE_SEGMENTS)
+        segments = [s.segment for s in created.segments]
+
+        def watermarks() -> dict[str, int]:
+            return {s: client.segment_info(s).watermark for s in segments}
+
+        def all_moved_past(before: dict[str, int]) -> bool:
+            return all(w > before[s] for s, w in watermarks().items())
+
+        created_at = watermarks()
+        wait_until(lambda: all_moved_past(created_at), timeout=10, what="idle ticks")
+        assert health_of(channel) == SERVING
+
+        filler = fill_disk(small_disk)
+        wait_until(
+            lambda: _failed_rounds(metrics, "idle_ticks") >= 3,
+            timeout=10,
+            what="idle rounds failing on the full disk",
+        )
+        wait_until(lambda: health_of(channel) == NOT_SERVING, what="NOT_SERVING on a full disk")
+        assert health_of(channel, STORE_SERVICE) == NOT_SERVING
+        stuck = watermarks()
+        failed = _failed_rounds(metrics, "idle_ticks")
+        wait_until(
+            lambda: _failed_rounds(metrics, "idle_ticks") >= failed + 5,
+            timeout=10,
+            what="failed idle rounds retried on their period",
+        )
+        assert watermarks() == stuck, "no tick is stored while the disk is full"
+        stalled = ("tidemark_background_task_stalled", (("task", "idle_ticks"),))
+        wait_until(lambda: scrape(metrics)[stalled] == 1, what="idle ticks reported stalled")
+        task = f"background task 'idle_ticks' (every {IDLE_POLLING_MS} ms)"
+        failures = [line for line in server.log().splitlines() if f"{task} is failing" in line]
+        assert len(failures) == 1, f"one line for a run of failures with one cause: {failures}"
+        assert "out of disk space" in failures[0]
+
+        filler.unlink()  # no append, no restart: the ticks come back by themselves
+        wait_until(lambda: all_moved_past(stuck), timeout=10, what="idle ticks after the disk")
+        wait_until(lambda: health_of(channel) == SERVING, what="SERVING once ticks are stored")
+        assert health_of(channel, STORE_SERVICE) == SERVING
+        samples = scrape(metrics)
+        assert samples[stalled] == 0
+        last_success = samples[
+            ("tidemark_background_task_last_success_timestamp_seconds", (("task", "idle_ticks"),))
+        ]
+        assert last_success > time.time() - 5
+        assert f"{task} works again after" in server.log()

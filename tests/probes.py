@@ -1,0 +1,99 @@
+"""What tests look at from outside a server: its metrics, its health, a disk that fills up.
+
+Shared by the full-disk tests of the store, the operations tests and the
+fault suite, so each probe is written once.
+"""
+
+from __future__ import annotations
+
+import errno
+import pathlib
+import re
+import urllib.request
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
+
+from connector import StoreClient
+from connector.errors import ResourceExhaustedError
+from connector.framing import iter_frames
+from connector.reader.planning import SegmentRange, read_range
+from tests.conftest import ServerProcess, wait_until
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+#: Metric samples by (name, sorted label pairs).
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(address: str) -> Samples:
+    """Every sample the server's ``/metrics`` at ``address`` (``host:port``) serves now."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def metrics_address(server: ServerProcess) -> str:
+    """Where a server process started with ``--metrics-listen`` serves metrics (from its log)."""
+
+    def logged() -> str | None:
+        found = re.search(r"metrics at http://(\S+)/metrics", server.log())
+        return found.group(1) if found else None
+
+    return wait_until(logged, timeout=10, what=f"{server!r} to log its metrics address")
+
+
+def health_of(channel: grpc.Channel, service: str = "") -> int:
+    """The health service's answer for ``service`` (``""``: the whole server)."""
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+
+
+def fill_disk(disk: pathlib.Path, name: str = "filler") -> pathlib.Path:
+    """Writes a file on ``disk`` until the file system has no block left; returns its path.
+
+    Removing the file gives the space back.
+    """
+    filler = disk / name
+    chunk = b"\0" * 65536
+    with open(filler, "wb", buffering=0) as file:
+        for size in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    file.write(chunk[:size])
+            except OSError as error:
+                if error.errno != errno.ENOSPC:
+                    raise
+    return filler
+
+
+def read_all(client: StoreClient, segment: str) -> list[bytes]:
+    """Every event of ``segment`` from its start to its write offset now."""
+    end = client.segment_info(segment).write_offset
+    return [
+        frame.payload
+        for result in read_range(client, SegmentRange(segment, 0, end))
+        for frame in iter_frames(result.data)
+    ]
+
+
+def append_until_full(
+    client: StoreClient, segment: str, size: int, first: int, writer: str = "writer"
+) -> tuple[list[bytes], ResourceExhaustedError]:
+    """Appends events of ``size`` bytes until the store refuses one; returns those it took."""
+    stored: list[bytes] = []
+    for number in range(first, first + 10_000):
+        event = number.to_bytes(4, "big") * (size // 4)
+        try:
+            client.append(segment, writer, number, [event])
+        except ResourceExhaustedError as refused:
+            return stored, refused
+        stored.append(event)
+    msg = f"the disk took {len(stored)} events of {size} bytes and never filled"
+    raise AssertionError(msg)
