@@ -600,7 +600,8 @@ class SegmentStore:
         """Whether the store takes changes now.
 
         False once closed or failed, and while its last group failed for want of
-        disk space (until a group is stored again).
+        disk space (until a change is stored again: a group that writes nothing,
+        such as an idle round with no tick due, says nothing of the disk).
         """
         return not self._closed.is_set() and self._sequencer.accepting_writes
 
