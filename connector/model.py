@@ -131,7 +131,12 @@ class TruncationResult:
 
 @dataclass(frozen=True)
 class SegmentInfo:
-    """A segment's attributes."""
+    """A segment's attributes.
+
+    ``first_offset`` is the first readable offset: 0 unless the stream was
+    truncated, the segment's end (``write_offset``) when a truncation took
+    all of its data.
+    """
 
     segment: str
     creation_time: int
@@ -141,6 +146,7 @@ class SegmentInfo:
     watermark: int
     key_low: float
     key_high: float
+    first_offset: int = 0
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,7 @@ class SegmentInfoRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ...) -> None: ...
 
 class SegmentInfo(_message.Message):
-    __slots__ = ("segment", "creation_time", "last_write_time", "write_offset", "sealed", "watermark", "key_low", "key_high")
+    __slots__ = ("segment", "creation_time", "last_write_time", "write_offset", "sealed", "watermark", "key_low", "key_high", "first_offset")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
     LAST_WRITE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +238,7 @@ class SegmentInfo(_message.Message):
     WATERMARK_FIELD_NUMBER: _ClassVar[int]
     KEY_LOW_FIELD_NUMBER: _ClassVar[int]
     KEY_HIGH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
     segment: str
     creation_time: int
     last_write_time: int
@@ -246,7 +247,8 @@ class SegmentInfo(_message.Message):
     watermark: int
     key_low: float
     key_high: float
-    def __init__(self, segment: _Optional[str] = ..., creation_time: _Optional[int] = ..., last_write_time: _Optional[int] = ..., write_offset: _Optional[int] = ..., sealed: bool = ..., watermark: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ...) -> None: ...
+    first_offset: int
+    def __init__(self, segment: _Optional[str] = ..., creation_time: _Optional[int] = ..., last_write_time: _Optional[int] = ..., write_offset: _Optional[int] = ..., sealed: bool = ..., watermark: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ..., first_offset: _Optional[int] = ...) -> None: ...
 
 class GetStateRequest(_message.Message):
     __slots__ = ("key",)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from connector.client import StoreClient
 from connector.framing import iter_frames
 from connector.names import StreamId
+from connector.reader.group_state import stream_cut
+from connector.reader.planning import start_state
 
 __all__ = ["EventSeen", "WatermarkSeen", "tail"]
 
@@ -41,20 +43,15 @@ def tail(
 ) -> Iterator[EventSeen | WatermarkSeen]:
     """Events of ``stream`` as they arrive, with a :class:`WatermarkSeen` whenever one rises.
 
-    Starts at the open segments' tails (or, ``from_start``, at every segment's
-    beginning), follows successors once a segment ends, and stops after
-    ``timeout_s`` seconds (never when None) or when every segment has ended.
+    Starts at the open segments' tails (or, ``from_start``, at the first
+    readable offset of every segment: the reader core's earliest), follows
+    successors once a segment ends, and stops after ``timeout_s`` seconds
+    (never when None) or when every segment has ended.
     """
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    description = client.describe_stream(stream.scope, stream.stream)
-    offsets: dict[str, int] = {}
-    for segment in description.segments:
-        if from_start:
-            if not segment.predecessors:
-                offsets[segment.segment] = 0
-        elif not segment.sealed:
-            offsets[segment.segment] = client.segment_info(segment.segment).write_offset
-    seen = set(offsets)
+    start = start_state(client, [stream], "earliest" if from_start else "latest")
+    offsets = stream_cut(start)
+    seen = set(offsets) | start.finished
     marks: dict[str, int] = {}
     while offsets:
         remaining = None if deadline is None else deadline - time.monotonic()

@@ -433,6 +433,7 @@ class StoreClient:
             watermark=response.watermark,
             key_low=response.key_low,
             key_high=response.key_high,
+            first_offset=response.first_offset,
         )
 
     # --- state ----------------------------------------------------------------

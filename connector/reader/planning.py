@@ -46,6 +46,7 @@ from connector.model import PlannedRead, ReadResult, SegmentDescription, StreamD
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import (
     GroupState,
+    Successor,
     advance,
     allocate_bytes,
     emitted_watermark,
@@ -184,6 +185,10 @@ def start_state(
     Segments are readable from the start cut with a safe watermark: the
     store's at the tails for :meth:`StartPosition.latest`, otherwise each
     segment's creation time - 1 (PDP 26, "Reader Group Manager").
+    :meth:`StartPosition.earliest` is each segment's first readable offset
+    (as Kafka's earliest is the log start offset): after a truncation, a
+    segment's head, and a segment truncated away whole is finished, its
+    successors next.
 
     Raises:
         InvalidArgumentError: a cut names a segment the streams do not have.
@@ -195,7 +200,10 @@ def start_state(
     if position.kind == "earliest":
         cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
         watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    elif position.kind == "latest":
+        bounded_to = _bounded_to(by_name, names, end)
+        state = GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
+        return _at_first_readable_offsets(client, state, by_name)
+    if position.kind == "latest":
         infos = [client.segment_info(s.segment) for d in descriptions for s in d.open_segments]
         cut = {i.segment: i.write_offset for i in infos}
         watermarks = {i.segment: i.watermark for i in infos}
@@ -206,14 +214,49 @@ def start_state(
             msg = f"start cut names segments {unknown!r} that are not in streams {names!r}"
             raise InvalidArgumentError(msg)
         watermarks = {name: by_name[name].creation_time - 1 for name in cut}
-    bounded_to = None
-    if end is not None:
-        unknown = sorted(set(end) - set(by_name))
-        if unknown:
-            msg = f"end cut names segments {unknown!r} that are not in streams {names!r}"
-            raise InvalidArgumentError(msg)
-        bounded_to = set(end) | ancestors(by_name, end)
+    bounded_to = _bounded_to(by_name, names, end)
     return GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
+
+
+def _bounded_to(
+    by_name: Mapping[str, SegmentDescription], names: list[str], end: Mapping[str, int] | None
+) -> set[str] | None:
+    """The segments an end cut lets a read reach: those in it and their ancestors."""
+    if end is None:
+        return None
+    unknown = sorted(set(end) - set(by_name))
+    if unknown:
+        msg = f"end cut names segments {unknown!r} that are not in streams {names!r}"
+        raise InvalidArgumentError(msg)
+    return set(end) | ancestors(by_name, end)
+
+
+def _at_first_readable_offsets(
+    client: StoreClient, state: GroupState, by_name: Mapping[str, SegmentDescription]
+) -> GroupState:
+    """``state`` with each readable segment moved to its first readable offset (Kafka's earliest).
+
+    A truncation leaves a segment readable from its head on; a sealed
+    segment whose data it took whole is finished, and its successors are
+    looked at next.
+    """
+    by_name = dict(by_name)
+    looked_at: set[str] = set()
+    while todo := sorted(set(state.cursors) - looked_at):
+        for segment in todo:
+            looked_at.add(segment)
+            info = client.segment_info(segment)
+            if info.sealed and info.first_offset >= info.write_offset > 0:
+                if not by_name[segment].sealed:  # sealed since described: its successors are new
+                    by_name.update(_by_name(describe_streams(client, [_stream_of(segment)])))
+                successors = [
+                    Successor(d.segment, d.predecessors, d.creation_time)
+                    for d in map(by_name.__getitem__, by_name[segment].successors)
+                ]
+                state = finish(state, segment, successors)
+            elif info.first_offset > state.cursors[segment].offset:
+                state = advance(state, segment, info.first_offset, state.cursors[segment].watermark)
+    return state
 
 
 # --- frontiers ------------------------------------------------------------------------
@@ -708,6 +751,10 @@ def _check_limits(max_events: int | None, max_bytes: int | None) -> None:
 def _segment_order(name: str) -> tuple[str, int]:
     segment = SegmentId.parse(name)
     return str(segment.stream_id), segment.number
+
+
+def _stream_of(segment: str) -> StreamId:
+    return SegmentId.parse(segment).stream_id
 
 
 def _by_name(descriptions: Iterable[StreamDescription]) -> dict[str, SegmentDescription]:

@@ -254,6 +254,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             watermark=info.watermark,
             key_low=info.key_low,
             key_high=info.key_high,
+            first_offset=info.first_offset,
         )
 
     async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102

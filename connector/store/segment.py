@@ -493,6 +493,7 @@ class Segment:
                 watermark=self._index.latest,
                 key_low=self.key_low,
                 key_high=self.key_high,
+                first_offset=self.head,
             )
 
     def close(self) -> None:

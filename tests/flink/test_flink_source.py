@@ -25,6 +25,7 @@ from flink_adapter import (
     StartPosition,
     TimeDomain,
 )
+from tests.truncation import truncated_stream
 
 pytestmark = pytest.mark.slow
 
@@ -216,3 +217,23 @@ def test_a_table_job_windows_the_source_in_sql_on_its_rowtime_and_watermark(
         window: (count, 0) for window, count in expected.items()
     }
     client.close()
+
+
+def test_earliest_starts_at_the_first_readable_offset_after_a_truncation(
+    start_store, flink_env
+) -> None:
+    server = start_store()
+    with StoreClient(server.uri) as client:
+        kept = truncated_stream(client, "w")
+    reader = (
+        FlinkTidemarkReader.builder()
+        .with_store(server.uri)
+        .for_stream("w/s", start="earliest", end="latest")
+        .with_deserialization_schema("json")
+        .with_parallelism(2)
+        .build()
+    )
+    events = reader.create_stream(flink_env).map(lambda row: row[1], output_type=Types.STRING())
+    with events.execute_and_collect() as results:
+        read = [json.loads(text) for text in results]
+    assert sorted(read, key=lambda e: e["n"]) == kept
