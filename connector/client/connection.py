@@ -92,6 +92,10 @@ def parse_uri(uri: str) -> str:
     (:func:`connector.security.split_uri`) and is not part of the address.
     """
     address = uri.partition("?")[0].removeprefix("tidemark://") if isinstance(uri, str) else ""
+    scheme, sep, _ = address.partition("://")
+    if sep:
+        msg = f"invalid store uri {uri!r}: the scheme is {scheme!r}, a store's is 'tidemark://'"
+        raise InvalidArgumentError(msg)
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         msg = f"invalid store uri {uri!r}: expected 'tidemark://host:port'"

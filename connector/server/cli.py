@@ -5,16 +5,24 @@
 
 SIGTERM and SIGINT stop it cleanly: reads waiting at a tail are answered,
 in-flight calls finish, then the store closes its files. SIGHUP reloads the
-token file.
+token file. ``--pid-file`` names a file that holds the server's process id
+while it serves (``kill -HUP $(cat FILE)``).
+
+A bad command line (an unknown flag, a value of the wrong type) gets
+argparse's usage; a value the server refuses at start (a flag that needs
+another, an address in use, a bad token file) gets one line naming it.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
+from typing import NoReturn
 
 from connector.clock import Clock, SystemClock
 from connector.errors import InvalidArgumentError
@@ -60,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--pid-file",
+        metavar="FILE",
+        help="write the server's process id here once it serves; removed when it stops",
+    )
+    parser.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",
         help="serve Prometheus metrics over HTTP at /metrics there (default: none)",
@@ -82,17 +95,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Clock) -> StoreServer:
-    """The server the arguments describe; a value it refuses is a usage error naming the flag."""
+def _refuse(message: str) -> NoReturn:
+    """Ends a start the server refuses: one line naming the value, exit 2 (no usage block)."""
+    print(f"tidemark-server: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
+    """The server the arguments describe; a value it refuses ends the start, naming the flag."""
     values = {
         "max_watermark_lag_ms": args.max_watermark_lag_ms,
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
     }
     if (args.tls_cert is None) != (args.tls_key is None):
-        parser.error("--tls-cert and --tls-key go together")
+        _refuse("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
-        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+        _refuse("--tls-client-ca needs --tls-cert and --tls-key")
     try:
         tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
         tokens = TokenTable(args.token_file) if args.token_file else None
@@ -110,7 +129,28 @@ def _server(parser: argparse.ArgumentParser, args: argparse.Namespace, clock: Cl
         # The store and the server name their fields: say the flags instead.
         for name in [*values, "max_parked_reads_per_connection"]:
             message = message.replace(name, "--" + name.replace("_", "-"))
-        parser.error(message)
+        _refuse(message)
+
+
+def _write_pid_file(path: str) -> None:
+    """Writes this process's id to ``path``, whole (by a rename), replacing a stale one."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        partial.write_text(f"{os.getpid()}\n")
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _remove_pid_file(path: str) -> None:
+    """Removes ``path`` if it still holds this process's id (another server may own it now)."""
+    target = Path(path)
+    try:
+        if target.read_text().strip() == str(os.getpid()):
+            target.unlink()
+    except OSError as error:
+        _log.warning("pid file %s left in place: %s", path, error.strerror)
 
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
@@ -118,8 +158,8 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    parser = _parser()
-    server = _server(parser, parser.parse_args(argv), clock or SystemClock())
+    args = _parser().parse_args(argv)
+    server = _server(args, clock or SystemClock())
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -142,11 +182,19 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     try:
         server.start()
     except InvalidArgumentError as error:
-        parser.error(str(error))
+        _refuse(str(error))
+    if args.pid_file is not None:
+        try:
+            _write_pid_file(args.pid_file)
+        except OSError as error:
+            server.stop()
+            _refuse(f"cannot write --pid-file {args.pid_file!r}: {error.strerror}")
     print(f"listening on {server.address}", flush=True)
     # Wake up now and then: a signal that lands as this thread goes to sleep (or on another
     # thread) does not interrupt an untimed wait, and its handler runs only once we wake.
     while not stop.wait(timeout=0.2):
         pass
     server.stop()
+    if args.pid_file is not None:
+        _remove_pid_file(args.pid_file)
     sys.exit(0)

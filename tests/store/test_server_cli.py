@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pathlib
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -72,6 +74,43 @@ def test_a_refused_value_exits_with_a_usage_error_naming_the_flag(
         main(["--data-dir", str(tmp_path / "data"), flag, value])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert f"tidemark-server: error: {expected}" in err
-    assert "Traceback" not in err
+    assert err.startswith(f"tidemark-server: error: {expected}")
+    assert err.count("\n") == 1, f"one line, no usage block: {err!r}"
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--tls-cert", "server.pem"], "--tls-cert and --tls-key go together"),
+        (["--tls-client-ca", "ca.pem"], "--tls-client-ca needs --tls-cert and --tls-key"),
+        (["--listen", "0.0.0.0:0"], "refusing to listen on '0.0.0.0:0' without authentication"),
+        (["--token-file", "missing.toml"], "missing.toml"),
+        (["--pid-file", "no/such/dir/tidemark.pid"], "cannot write --pid-file"),
+    ],
+)
+def test_a_start_the_server_refuses_is_one_line_without_the_usage_block(
+    tmp_path: pathlib.Path, args: list[str], expected: str
+) -> None:
+    command = [sys.executable, "-m", "connector.server", "--data-dir", "data", *args]
+    refused = subprocess.run(
+        [*command, "--listen", "127.0.0.1:0"] if "--listen" not in args else command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    lines = [line for line in refused.stderr.splitlines() if "error" in line.lower()]
+    assert lines == [lines[0]] and lines[0].startswith("tidemark-server: error: "), refused.stderr
+    assert expected in lines[0]
+    assert "usage:" not in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_bad_command_line_still_gets_the_usage(tmp_path: pathlib.Path) -> None:
+    command = [sys.executable, "-m", "connector.server", "--data-dir", "d", "--frobnicate"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("usage: tidemark-server")
+    assert "unrecognized arguments: --frobnicate" in refused.stderr

@@ -1,0 +1,64 @@
+"""The README's shell commands, as tests run them: exactly as written, through bash.
+
+A test picks a ``sh`` block by a piece of its text, gets its commands (a
+command's continuation lines joined, comment lines dropped) and runs each
+with :func:`shell`, after :func:`localized` swapped the README's fixed
+places (``/var/lib/tidemark``, port 7070) for the test's own; nothing else
+of a command changes.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+
+README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+#: Where this interpreter's console scripts (tidemark-server, tidemarkctl) are.
+BIN = pathlib.Path(sys.executable).parent
+
+
+def shell_block(containing: str) -> list[str]:
+    """The commands of the README's one ``sh`` block whose text contains ``containing``."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
+    found = [b for b in blocks if containing in b]
+    assert len(found) == 1, f"{len(found)} sh blocks of the README contain {containing!r}"
+    commands: list[str] = []
+    pending = ""
+    for line in found[0].splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line + "\n"
+        if not line.split("#", 1)[0].rstrip().endswith("\\"):
+            commands.append(pending)
+            pending = ""
+    return commands
+
+
+def localized(command: str, places: Mapping[str, str]) -> str:
+    """``command`` with each of the README's fixed ``places`` replaced by the test's own."""
+    for written, here in places.items():
+        assert written in command, f"{written!r} is not in {command!r}"
+        command = command.replace(written, here)
+    return command
+
+
+def shell_env(**extra: str) -> dict[str, str]:
+    """The environment a README command runs in: this venv's commands first on the PATH."""
+    return {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **extra}
+
+
+def shell(command: str, cwd: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Runs ``command`` with bash in ``cwd``; returns what it printed and its exit code."""
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=shell_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
