@@ -73,6 +73,21 @@ def fill_disk(disk: pathlib.Path, name: str = "filler") -> pathlib.Path:
     return filler
 
 
+def fill_journal(client: StoreClient, key: str = "probes/filler") -> None:
+    """Stores values under ``key`` until even a one-byte value is refused (on a full disk).
+
+    Afterwards no change, however small, fits in the journal's last page, so
+    every change the store is asked for fails for want of space.
+    """
+    size = 4096
+    while size >= 1:
+        revision = client.get_state(key).revision
+        try:
+            client.compare_and_set_state(key, revision, b"x" * size)
+        except ResourceExhaustedError:
+            size //= 2
+
+
 def read_all(client: StoreClient, segment: str) -> list[bytes]:
     """Every event of ``segment`` from its start to its write offset now."""
     end = client.segment_info(segment).write_offset

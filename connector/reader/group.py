@@ -179,7 +179,11 @@ class ReaderGroup:
         lease_ms: int = 30_000,
         sync_interval_ms: int = 100,
     ) -> EventReader[T]:
-        """A reader joining this group under ``reader_id``; see :class:`EventReader`."""
+        """A reader joining this group under ``reader_id``; see :class:`EventReader`.
+
+        Joining writes the group's state: on a full disk it fails with
+        ResourceExhaustedError (readers already in the group read on).
+        """
         return EventReader(
             self,
             reader_id,

@@ -1,4 +1,11 @@
-"""The event reader: reads the segments its group gives it and yields events and watermarks."""
+"""The event reader: reads the segments its group gives it and yields events and watermarks.
+
+A reader writes its positions to the group's state every sync interval. When
+the store cannot store that write (out of disk space: RESOURCE_EXHAUSTED), the
+reader goes on reading the segments it holds, keeps its positions in memory
+and tries the sync again every interval; until one succeeds the group's state
+keeps the positions last written (see :meth:`EventReader.read_next_event`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +16,9 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, TypeVar
 
+from connector.background import FailureLog
 from connector.client.serializers import Serializer
-from connector.errors import ClosedError, InvalidArgumentError
+from connector.errors import ClosedError, InvalidArgumentError, ResourceExhaustedError
 from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
 from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
@@ -91,6 +99,8 @@ class EventReader(Generic[T]):
     - events of one routing key come in the order written, across scaling.
 
     In the processing-time domain (the default) no watermark read is returned.
+
+    On a full disk the reader goes on: see :meth:`read_next_event`.
     """
 
     def __init__(
@@ -118,6 +128,10 @@ class EventReader(Generic[T]):
         self._state = GroupState()
         self._generation = group.record().generation
         self._last_sync = -math.inf
+        self._sync_refused_at: float | None = None  # when the store last refused a sync
+        self._sync_failures = FailureLog(
+            f"reader {reader_id!r} writing its position to group {group.name!r}", _log
+        )
         self._last_emitted: int | None = None
         self._watermarks_seen: dict[str, int] | None = None  # inputs of the last emission check
         self._closed = False  # no more reads
@@ -135,6 +149,17 @@ class EventReader(Generic[T]):
         group, or sealed streams), after a final END_OF_TIME watermark;
         :attr:`is_finished` then tells that None from a timeout.
 
+        While the store is out of disk space, the group's state cannot be
+        written: the reader keeps reading the segments it holds, with its
+        positions in memory, and tries the write again every sync interval
+        (logged once, and once more when it succeeds). No event is lost or
+        returned twice by this reader, and its watermarks still ascend
+        strictly. Meanwhile the group takes no new reader and moves no
+        segment (each needs a write), a segment read to its end is finished
+        (and its successors started) only once a write succeeds, and should
+        the reader stop before then, its segments are read again from the
+        positions last written (at-least-once).
+
         Raises:
             ClosedError: the reader is closed.
             ReaderGroupResetError: the group was reset or deleted.
@@ -149,10 +174,7 @@ class EventReader(Generic[T]):
         deadline = time.monotonic() + timeout_s
         while True:
             self._absorb_finished_reads()
-            if (
-                self._has_drained_inputs()
-                or time.monotonic() - self._last_sync >= self._sync_interval_s
-            ):
+            if self._sync_due():
                 self._sync()
             watermark = self._watermark_to_emit()
             if watermark is not None:
@@ -203,6 +225,10 @@ class EventReader(Generic[T]):
 
         Raises:
             StoreUnavailableError: the store could not be reached; call again.
+            ResourceExhaustedError: the store is out of disk space; call again
+                once it has space. A reader that never leaves keeps its segments
+                until its lease runs out; they are then read again from the
+                positions last written.
         """
         if self._left:
             return
@@ -311,8 +337,24 @@ class EventReader(Generic[T]):
     def _positions(self) -> dict[str, tuple[int, int]]:
         return {s: (i.consumed_offset, i.consumed_watermark) for s, i in self._inputs.items()}
 
+    def _sync_due(self) -> bool:
+        """Whether to sync now: every interval, or at once when a held segment is drained.
+
+        After the store refused a sync, the next comes no sooner than an interval later.
+        """
+        now = time.monotonic()
+        refused = self._sync_refused_at
+        if refused is not None and now - refused < self._sync_interval_s:
+            return False
+        return self._has_drained_inputs() or now - self._last_sync >= self._sync_interval_s
+
     def _sync(self) -> None:
-        """Reports positions and finished segments, renews the lease, rebalances."""
+        """Reports positions and finished segments, renews the lease, rebalances.
+
+        When the store is out of space for the write, the reader carries on
+        with the segments and positions it has (the write is tried again
+        later); a reader that has not joined yet has none, so it raises.
+        """
         positions = self._positions()
         finished = {
             s: successors_of(self._client, s, i.successors if i.end_of_segment else ())
@@ -337,6 +379,14 @@ class EventReader(Generic[T]):
         except ReaderGroupResetError:
             msg = f"reader group {self._group.name!r} was reset; create a new reader"
             raise ReaderGroupResetError(msg) from None
+        except ResourceExhaustedError as refused:
+            if self._last_sync == -math.inf:
+                raise  # not joined: nothing to read yet
+            self._sync_refused_at = time.monotonic()
+            self._sync_failures.failed(refused)
+            return
+        self._sync_refused_at = None
+        self._sync_failures.succeeded()
         self._last_sync = time.monotonic()
         self._state = record.state
         self._watermarks_seen = None  # the group may have moved: check again
