@@ -1,10 +1,13 @@
 """The server's gate: every call's token checked, then its right on the scope it touches.
 
-A thin layer over :class:`TokenTable` and :func:`need_of`: without a valid
-token a call is refused with ``UNAUTHENTICATED``; with a token that lacks the
-right it needs, ``PERMISSION_DENIED``. Either way the call's handler never
-runs, so nothing is read or written. Calls outside the store's service
-(health checks, reflection) pass without a token.
+A thin layer over :class:`TokenTable` and :func:`need_of`. The token is
+checked from the call's metadata before its request is read: without a valid
+token a call of the store's service is refused with ``UNAUTHENTICATED``, whatever
+its bytes, so nobody without a token learns whether a request would decode.
+The right is checked on the decoded request: with a token that lacks it,
+``PERMISSION_DENIED``. Either way the call's handler never runs, so nothing is
+read or written. Calls outside the store's service (health checks,
+reflection) pass without a token.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ import grpc
 
 from connector.errors import quoted
 from connector.security.credentials import TOKEN_METADATA_KEY
-from connector.security.rights import need_of
-from connector.security.tokens import TokenTable
+from connector.security.rights import need_of, needs_token
+from connector.security.tokens import Principal, TokenTable
 
-__all__ = ["TokenInterceptor", "check_call"]
+__all__ = ["TokenInterceptor", "authenticate", "authorize", "check_call"]
 
 _log = logging.getLogger("connector.security")
+
+#: Why a call is refused: its status and message.
+Refusal = tuple[grpc.StatusCode, str]
 
 
 def _token(metadata: Any) -> str | None:
@@ -34,32 +40,53 @@ def _token(metadata: Any) -> str | None:
     return None
 
 
-def check_call(
-    tokens: TokenTable, method: str, metadata: Any, request: Any
-) -> tuple[grpc.StatusCode, str] | None:
-    """Why a call must be refused (status and message), or None when it may run."""
-    need = need_of(method, request)
-    if need is None:
-        return None
+def authenticate(tokens: TokenTable, metadata: Any) -> Principal | Refusal:
+    """Who the call's bearer token names, or why it is refused (``UNAUTHENTICATED``).
+
+    A token too long to be one of the file's is refused like any wrong one.
+    """
     token = _token(metadata)
     if token is None:
         return grpc.StatusCode.UNAUTHENTICATED, "this store requires a bearer token"
     principal = tokens.principal(token)
     if principal is None:
         return grpc.StatusCode.UNAUTHENTICATED, "the token is not valid for this store"
-    if not principal.allows(need):
-        name = method.rpartition("/")[2]
-        scope = "every scope" if need.scope == "*" else f"scope {quoted(need.scope)}"
-        _log.info(
-            "refused %s by %r: no %s right on %s", name, principal.name, need.right.value, scope
-        )
-        message = f"token {principal.name!r} has no {need.right.value!r} right on {scope} ({name})"
-        return grpc.StatusCode.PERMISSION_DENIED, message
-    return None
+    return principal
+
+
+def authorize(principal: Principal, method: str, request: Any) -> Refusal | None:
+    """Why ``principal`` may not make this call (``PERMISSION_DENIED``), or None when it may."""
+    need = need_of(method, request)
+    if need is None or principal.allows(need):
+        return None
+    name = method.rpartition("/")[2]
+    scope = "every scope" if need.scope == "*" else f"scope {quoted(need.scope)}"
+    _log.info("refused %s by %r: no %s right on %s", name, principal.name, need.right.value, scope)
+    message = f"token {principal.name!r} has no {need.right.value!r} right on {scope} ({name})"
+    return grpc.StatusCode.PERMISSION_DENIED, message
+
+
+def check_call(tokens: TokenTable, method: str, metadata: Any, request: Any) -> Refusal | None:
+    """Why a call with a decoded ``request`` must be refused, or None when it may run."""
+    if not needs_token(method):
+        return None
+    who = authenticate(tokens, metadata)
+    return authorize(who, method, request) if isinstance(who, Principal) else who
+
+
+def _refusing(handler: grpc.RpcMethodHandler, refusal: Refusal) -> grpc.RpcMethodHandler:
+    """A handler that refuses the call without reading its request (no deserializer)."""
+
+    async def refuse(_request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(*refusal)
+
+    return grpc.unary_unary_rpc_method_handler(
+        refuse, response_serializer=handler.response_serializer
+    )
 
 
 class TokenInterceptor(grpc.aio.ServerInterceptor):
-    """A server interceptor that runs :func:`check_call` before every unary call."""
+    """Refuses calls of the store's service without a valid token, then those lacking the right."""
 
     def __init__(self, tokens: TokenTable):
         self.tokens = tokens
@@ -71,20 +98,25 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler | None:
         """The handler, wrapped so that it runs only for an allowed call."""
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
         method = handler_call_details.method
+        if handler is None or not needs_token(method):
+            return handler
+        who = authenticate(self.tokens, handler_call_details.invocation_metadata)
+        if not isinstance(who, Principal):
+            return _refusing(handler, who)
+        if handler.unary_unary is None:  # the store's service has unary calls only
+            return _refusing(handler, (grpc.StatusCode.UNIMPLEMENTED, f"{method} is not unary"))
         inner = handler.unary_unary
 
-        async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            refusal = check_call(self.tokens, method, context.invocation_metadata(), request)
+        async def authorized(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            refusal = authorize(who, method, request)
             if refusal is not None:
                 await context.abort(*refusal)
             answer = inner(request, context)
             return await answer if inspect.isawaitable(answer) else answer
 
         return grpc.unary_unary_rpc_method_handler(
-            checked,
+            authorized,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )

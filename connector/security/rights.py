@@ -24,7 +24,15 @@ from typing import Any
 from connector._proto import store_pb2 as _pb
 from connector.errors import InvalidArgumentError
 
-__all__ = ["ANY_SCOPE", "Need", "Right", "need_of", "parse_grant", "scope_of_state_key"]
+__all__ = [
+    "ANY_SCOPE",
+    "Need",
+    "Right",
+    "need_of",
+    "needs_token",
+    "parse_grant",
+    "scope_of_state_key",
+]
 
 _STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
 
@@ -94,6 +102,12 @@ def scope_of_state_key(key: str) -> str:
     return parts[1] if len(parts) >= 3 and parts[1] else ANY_SCOPE
 
 
+def needs_token(method: str) -> bool:
+    """Whether ``method`` (a gRPC method path) is of the store's service, so needs a token."""
+    service, _, _ = method.rpartition("/")
+    return not service or service.lstrip("/") == _STORE_SERVICE
+
+
 def need_of(method: str, request: Any) -> Need | None:
     """The right ``method`` (a gRPC method path or name) needs for ``request``.
 
@@ -101,9 +115,9 @@ def need_of(method: str, request: Any) -> Need | None:
     which needs no right. A method of the store that has no rule here needs
     ``manage`` on every scope, so a new call is closed until it is given a rule.
     """
-    service, _, name = method.rpartition("/")
-    if service and service.lstrip("/") != _STORE_SERVICE:
+    if not needs_token(method):
         return None
+    name = method.rpartition("/")[2]
     rule = _RULES.get(name)
     if rule is None:
         return Need(Right.MANAGE, ANY_SCOPE)

@@ -28,12 +28,15 @@ from types import MappingProxyType
 from connector.errors import InvalidArgumentError
 from connector.security.rights import ANY_SCOPE, Need, Right
 
-__all__ = ["Principal", "TokenTable", "hash_token", "new_token", "token_entry"]
+__all__ = ["MAX_TOKEN_CHARS", "Principal", "TokenTable", "hash_token", "new_token", "token_entry"]
 
 _log = logging.getLogger("connector.security")
 
 #: The smallest token the server accepts in its file's place: 16 random bytes as hex.
 _MIN_TOKEN_CHARS = 32
+#: The longest token a call may present (:func:`new_token` makes 43 characters); a longer
+#: one is refused like any wrong token, without being hashed.
+MAX_TOKEN_CHARS = 4096
 
 
 def new_token() -> str:
@@ -158,7 +161,7 @@ class TokenTable:
 
     def principal(self, token: str) -> Principal | None:
         """The principal of a presented token, or None when it is not in the file."""
-        if len(token) < _MIN_TOKEN_CHARS:
+        if not _MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
             return None
         return self._table.get(hash_token(token))
 

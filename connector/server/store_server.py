@@ -19,6 +19,7 @@ from connector.errors import InvalidArgumentError
 from connector.ops import HealthReporter, StoreMetrics, add_reflection
 from connector.security import ServerTls, TokenInterceptor, TokenTable
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION, ParkedReads
+from connector.server.request_decoding import DecodingInterceptor, UndecodableRequests
 from connector.server.servicer import SegmentStoreServicer
 from connector.store import SegmentStore, StoreConfig
 
@@ -27,6 +28,16 @@ __all__ = ["StoreServer", "is_loopback"]
 _log = logging.getLogger("connector.server")
 
 _T = TypeVar("_T")
+
+#: The most metadata a call may carry (gRPC's own default refuses some calls over 8 KiB
+#: with RESOURCE_EXHAUSTED, at random, and all over 16 KiB). Up to this, an overlong
+#: token is refused like any wrong one, with UNAUTHENTICATED; beyond, gRPC refuses the
+#: call with RESOURCE_EXHAUSTED before the server sees it.
+MAX_METADATA_BYTES = 64 * 1024
+SERVER_METADATA_OPTIONS = [
+    ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+    ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -94,6 +105,8 @@ class StoreServer:
             )
             raise InvalidArgumentError(msg)
         self._parked = ParkedReads(max_parked_reads_per_connection)
+        #: Requests refused because their bytes did not decode (reported in rate-limited lines).
+        self.undecodable = UndecodableRequests()
         self.tokens = tokens
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
@@ -124,10 +137,16 @@ class StoreServer:
 
     async def _build(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
         """Makes the gRPC server on the loop and binds ``listen``; returns the port (0: failed)."""
+        # The decoding interceptor wraps the token interceptor's handler: the token is
+        # checked on the metadata as the call arrives (a refused call's bytes are never
+        # decoded), then the request is decoded, then the right is checked on it.
+        interceptors: list[grpc.aio.ServerInterceptor] = [DecodingInterceptor(self.undecodable)]
+        if self.tokens is not None:
+            interceptors.append(TokenInterceptor(self.tokens))
         self._server = grpc.aio.server(
-            interceptors=[TokenInterceptor(self.tokens)] if self.tokens is not None else [],
+            interceptors=interceptors,
             # No SO_REUSEPORT: a second server on a port in use must fail, not share it.
-            options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)],
+            options=[*GRPC_OPTIONS, *SERVER_METADATA_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         servicer = SegmentStoreServicer(
             self.store, self.metrics, self._changes, self._reads, self._parked
