@@ -23,7 +23,7 @@ from grpc_reflection.v1alpha import reflection
 
 from connector._proto import store_pb2 as _pb
 from connector.background import BackgroundTask, TaskStatus
-from connector.store import SegmentStore
+from connector.store import Storage
 
 __all__ = ["STORE_SERVICE", "HealthReporter", "add_reflection", "is_serving"]
 
@@ -42,7 +42,7 @@ def is_serving(accepting_writes: bool, tasks: Iterable[TaskStatus], now_ms: int)
 class HealthReporter:
     """Keeps an asyncio server's health service in step with its store."""
 
-    def __init__(self, store: SegmentStore, period_s: float = 0.1):
+    def __init__(self, store: Storage, period_s: float = 0.1):
         self.servicer = health.aio.HealthServicer()
         self._store = store
         self._serving: bool | None = None

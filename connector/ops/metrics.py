@@ -42,7 +42,7 @@ from prometheus_client.registry import Collector
 from connector.background import TaskStatus
 from connector.clock import Clock
 from connector.errors import TidemarkError
-from connector.store import SegmentStore, StoreObserver
+from connector.store import Storage, StoreObserver
 
 __all__ = ["StoreMetrics", "stream_of_segment"]
 
@@ -59,7 +59,7 @@ def stream_of_segment(segment: str) -> str:
 class _StoreStateCollector(Collector):
     """Gauges read from the store when Prometheus scrapes."""
 
-    def __init__(self, store: SegmentStore):
+    def __init__(self, store: Storage):
         self._store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
@@ -102,13 +102,14 @@ class _StoreStateCollector(Collector):
         yield streams
         yield watermark
         yield lag
-        journal = GaugeMetricFamily("tidemark_journal_bytes", "Size of the store's journal.")
         try:
-            journal.add_metric([], store.journal_size())
+            journal_bytes = store.journal_size()
         except OSError:
-            pass
-        else:
-            yield journal
+            journal_bytes = None
+        if journal_bytes is not None:
+            yield GaugeMetricFamily(
+                "tidemark_journal_bytes", "Size of the store's journal.", value=journal_bytes
+            )
         yield GaugeMetricFamily(
             "tidemark_parked_tail_reads",
             "Reads waiting at a segment's tail for data, a seal or a watermark rise.",
@@ -176,7 +177,7 @@ class StoreMetrics:
 
     def __init__(
         self,
-        store: SegmentStore,
+        store: Storage,
         background_tasks: Callable[[], Iterable[TaskStatus]] | None = None,
     ):
         self.registry = CollectorRegistry()

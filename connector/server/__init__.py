@@ -1,7 +1,7 @@
 """The store served over gRPC.
 
 - :mod:`.store_server`: :class:`StoreServer`, a store and its gRPC server on an event loop.
-- :mod:`.servicer`: the async servicer, a thin layer over :class:`SegmentStore`.
+- :mod:`.servicer`: the async servicer, a thin layer over a :class:`~connector.store.Storage`.
 - :mod:`.parked_reads`: reads waiting at a tail without a thread, capped per connection.
 - :mod:`.status` and :mod:`.messages`: errors as statuses, answers as messages.
 - :mod:`.cli`: ``python -m connector.server`` and ``tidemark-server``.

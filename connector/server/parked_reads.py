@@ -1,7 +1,7 @@
 """Reads parked at a segment's tail on the server's event loop, capped per connection.
 
 A parked read holds no thread: it waits on an :class:`asyncio.Event` that the
-store sets (through :meth:`SegmentStore.watch_tail`) once there is something
+store sets (through :meth:`Storage.watch_tail`) once there is something
 to answer. Each connection may park at most ``per_connection`` reads at once;
 one more is refused with :class:`ResourceExhaustedError`, so one client
 cannot pile up unbounded waits. Closing releases every parked read at once,

@@ -1,4 +1,4 @@
-"""The store's gRPC service on an event loop: a thin async servicer over :class:`SegmentStore`.
+"""The store's gRPC service on an event loop: a thin async servicer over a :class:`Storage`.
 
 The servicer converts messages to domain calls and domain errors to status
 codes; it holds no state of its own beyond the parked reads. The store's
@@ -29,7 +29,7 @@ from connector.ops import StoreMetrics
 from connector.server.messages import state_message, stream_message
 from connector.server.parked_reads import ParkedReads
 from connector.server.status import error_metadata, shortened, status_of
-from connector.store import SegmentStore
+from connector.store import Storage
 
 __all__ = ["SegmentStoreServicer"]
 
@@ -47,14 +47,14 @@ def _nothing_to_answer_yet(result: ReadResult, known_watermark: int) -> bool:
 
 
 class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
-    """Answers the SegmentStore service from a :class:`SegmentStore`, counting in ``metrics``.
+    """Answers the SegmentStore service from a :class:`Storage`, counting in ``metrics``.
 
     ``changes`` runs the calls that change the store, ``reads`` the others.
     """
 
     def __init__(
         self,
-        store: SegmentStore,
+        store: Storage,
         metrics: StoreMetrics,
         changes: ThreadPoolExecutor,
         reads: ThreadPoolExecutor,

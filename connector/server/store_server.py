@@ -21,7 +21,7 @@ from connector.security import ServerTls, TokenInterceptor, TokenTable
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION, ParkedReads
 from connector.server.request_decoding import DecodingInterceptor, UndecodableRequests
 from connector.server.servicer import SegmentStoreServicer
-from connector.store import SegmentStore, StoreConfig
+from connector.store import StorageConfig, open_storage
 
 __all__ = ["StoreServer", "is_loopback"]
 
@@ -82,7 +82,7 @@ class StoreServer:
 
     def __init__(
         self,
-        config: StoreConfig,
+        config: StorageConfig,
         listen: str = "127.0.0.1:0",
         max_workers: int = 32,
         tls: ServerTls | None = None,
@@ -110,7 +110,7 @@ class StoreServer:
         self.tokens = tokens
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
-        self.store = SegmentStore(config)
+        self.store = open_storage(config)
         self.health = HealthReporter(self.store)
         self.metrics = StoreMetrics(self.store, self.background_status)
         self._metrics_listen = metrics_listen
@@ -193,7 +193,7 @@ class StoreServer:
         _log.info(
             "serving %s from %s (%s, %s)",
             self.uri,
-            self.store.config.data_dir,
+            self.store.location(),
             "TLS" if self.tls else "plaintext",
             f"{len(self.tokens)} token(s)" if self.tokens is not None else "no authentication",
         )

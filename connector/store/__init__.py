@@ -1,5 +1,19 @@
-"""The segment store: durable segments with ingestion-time watermarks (PDP 26)."""
+"""The segment store: durable segments with ingestion-time watermarks (PDP 26).
 
-from connector.store.store import SegmentStore, StoreConfig, StoreObserver
+:class:`Storage` is the seam the server works against; :func:`open_storage`
+opens the storage a configuration names: :class:`SegmentStore` (files in a
+data dir, :class:`StoreConfig`) by default.
+"""
 
-__all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
+from connector.store.config import StorageConfig, StoreConfig, StoreObserver
+from connector.store.storage import Storage, open_storage
+from connector.store.store import SegmentStore
+
+__all__ = [
+    "SegmentStore",
+    "Storage",
+    "StorageConfig",
+    "StoreConfig",
+    "StoreObserver",
+    "open_storage",
+]

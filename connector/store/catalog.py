@@ -15,10 +15,8 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from connector.errors import NotFoundError, ResourceExhaustedError
-from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId, validate_name
 from connector.store.open_files import OpenFiles
 from connector.store.records import (
@@ -35,48 +33,17 @@ from connector.store.records import (
     Ticked,
 )
 from connector.store.segment import Segment
+from connector.store.streams import (
+    StreamEntry,
+    apply_created,
+    apply_scaled,
+    apply_sealed,
+    apply_truncated_heads,
+)
 
 __all__ = ["Catalog", "StreamEntry"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass
-class StreamEntry:
-    """A stream: its epoch, its seal and its segments by number."""
-
-    scope: str
-    stream: str
-    epoch: int = 0
-    sealed: bool = False
-    segments: dict[int, Segment] = field(default_factory=dict)
-
-    def describe(self) -> StreamDescription:
-        """Every segment of the stream, with ranges, epochs and lineage."""
-        return StreamDescription(
-            scope=self.scope,
-            stream=self.stream,
-            epoch=self.epoch,
-            sealed=self.sealed,
-            segments=tuple(
-                SegmentDescription(
-                    segment=s.name,
-                    key_low=s.key_low,
-                    key_high=s.key_high,
-                    epoch=s.epoch,
-                    sealed=s.sealed,
-                    creation_time=s.creation_time,
-                    predecessors=s.predecessors,
-                    successors=s.successors,
-                )
-                for s in sorted(self.segments.values(), key=lambda s: s.number)
-            ),
-        )
-
-    def state(self) -> StreamState:
-        """The stream's durable state, for a compacted journal."""
-        segments = tuple(s.state() for s in self.segments.values())
-        return StreamState(self.scope, self.stream, self.epoch, self.sealed, segments)
 
 
 class Catalog:
@@ -94,7 +61,7 @@ class Catalog:
         self._max_segments = max_segments
         self._lock = threading.RLock()
         self._scopes: set[str] = set()
-        self._streams: dict[tuple[str, str], StreamEntry] = {}
+        self._streams: dict[tuple[str, str], StreamEntry[Segment]] = {}
         # Every live segment by its one spelling: a lookup without parsing (replay does many).
         self._segments: dict[str, Segment] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
@@ -137,7 +104,7 @@ class Catalog:
         with self._lock:
             return sorted(self._streams)
 
-    def stream(self, scope: str, stream: str) -> StreamEntry:
+    def stream(self, scope: str, stream: str) -> StreamEntry[Segment]:
         """The stream, or NotFoundError; a bad name is refused as such, quoted short."""
         validate_name("scope", scope)
         validate_name("stream", stream)
@@ -148,13 +115,9 @@ class Catalog:
             raise NotFoundError(msg)
         return found
 
-    def segment_of(self, stream: StreamEntry, number: int) -> Segment:
+    def segment_of(self, stream: StreamEntry[Segment], number: int) -> Segment:
         """The stream's segment ``number``, or NotFoundError."""
-        found = stream.segments.get(number)
-        if found is None:
-            msg = f"segment {stream.scope}/{stream.stream}/{number} does not exist"
-            raise NotFoundError(msg)
-        return found
+        return stream.segment(number)
 
     def segment_named(self, name: str) -> Segment:
         """The segment ``"scope/stream/N"``; NotFoundError, or InvalidArgumentError if malformed."""
@@ -170,7 +133,7 @@ class Catalog:
         with self._lock:
             return list(self._segments.values())
 
-    def streams(self) -> Iterator[StreamEntry]:
+    def streams(self) -> Iterator[StreamEntry[Segment]]:
         """Every stream (a copy of the list)."""
         with self._lock:
             return iter(list(self._streams.values()))
@@ -207,18 +170,14 @@ class Catalog:
                     return self._apply_truncate(record)
                 case ScopeCreated(scope):
                     self._scopes.add(scope)
-                case StreamCreated(scope, stream, time_ms, ranges):
-                    entry = StreamEntry(scope, stream)
+                case StreamCreated(scope, stream):
+                    entry: StreamEntry[Segment] = StreamEntry(scope, stream)
                     self._streams[(scope, stream)] = entry
-                    for r in ranges:
-                        self._add_segment(entry, r.number, r.low, r.high, time_ms, ())
-                case StreamScaled():
-                    self._apply_scale(record)
-                case StreamSealed(scope, stream, sealed):
-                    entry = self._streams[(scope, stream)]
-                    entry.sealed = True
-                    for sealing in sealed:
-                        entry.segments[sealing.number].seal(sealing.time_ms)
+                    apply_created(entry, record, self._new_segment)
+                case StreamScaled(scope, stream):
+                    apply_scaled(self._streams[(scope, stream)], record, self._new_segment)
+                case StreamSealed(scope, stream):
+                    apply_sealed(self._streams[(scope, stream)], record)
                 case StreamDeleted():
                     self._apply_delete(record)
                 case Committed(segment, end, time_ms, writer_id, last, checkpoints, events):
@@ -236,29 +195,16 @@ class Catalog:
         """The live state as the fewest records: scopes, streams with their segments, states."""
         with self._lock:
             records: list[Record] = [ScopeCreated(s) for s in sorted(self._scopes)]
-            records.extend(entry.state() for entry in self._streams.values())
+            records.extend(_stream_state(entry) for entry in self._streams.values())
             records.extend(
                 StateSet(key, value, revision)
                 for key, (value, revision) in sorted(self._states.items())
             )
             return records
 
-    def _apply_scale(self, record: StreamScaled) -> None:
-        entry = self._streams[(record.scope, record.stream)]
-        entry.epoch += 1
-        predecessors = tuple(entry.segments[s.number].name for s in record.sealed)
-        created = [
-            self._add_segment(entry, r.number, r.low, r.high, record.time_ms, predecessors)
-            for r in record.created
-        ]
-        successors = tuple(s.name for s in created)
-        for sealing in record.sealed:
-            entry.segments[sealing.number].seal(sealing.time_ms, successors)
-
     def _apply_truncate(self, record: StreamTruncated) -> int:
         entry = self._streams[(record.scope, record.stream)]
-        for number, head in record.heads:
-            entry.segments[number].truncate(head)
+        apply_truncated_heads(entry, record)
         # At recovery a file of the same path may belong to a stream created since.
         return sum(
             entry.segments[number].drop_data(delete_file=not self.recovering)
@@ -281,21 +227,23 @@ class Catalog:
             _log.warning("the data files of %s/%s stay: %s", removed.scope, removed.stream, error)
 
     def _apply_stream_state(self, record: StreamState) -> None:
-        entry = StreamEntry(record.scope, record.stream, record.epoch, record.sealed)
+        entry: StreamEntry[Segment] = StreamEntry(
+            record.scope, record.stream, record.epoch, record.sealed
+        )
         self._streams[(entry.scope, entry.stream)] = entry
         folder = self._make_folder(entry)
         for state in record.segments:
             segment = Segment.restored(
                 state,
-                name=self._segment_name(entry, state.number),
+                name=entry.segment_name(state.number),
                 data_path=os.path.join(folder, f"{state.number}.events"),
                 files=self._files,
             )
             self._place(entry, segment)
 
-    def _add_segment(
+    def _new_segment(
         self,
-        entry: StreamEntry,
+        entry: StreamEntry[Segment],
         number: int,
         low: float,
         high: float,
@@ -303,7 +251,7 @@ class Catalog:
         predecessors: tuple[str, ...],
     ) -> Segment:
         segment = Segment(
-            name=self._segment_name(entry, number),
+            name=entry.segment_name(number),
             number=number,
             key_low=low,
             key_high=high,
@@ -313,14 +261,14 @@ class Catalog:
             data_path=os.path.join(self._make_folder(entry), f"{number}.events"),
             files=self._files,
         )
-        self._place(entry, segment)
+        self._segments[segment.name] = segment
         return segment
 
-    def _place(self, entry: StreamEntry, segment: Segment) -> None:
+    def _place(self, entry: StreamEntry[Segment], segment: Segment) -> None:
         entry.segments[segment.number] = segment
         self._segments[segment.name] = segment
 
-    def _make_folder(self, entry: StreamEntry) -> str:
+    def _make_folder(self, entry: StreamEntry[Segment]) -> str:
         folder = self._stream_folder(entry.scope, entry.stream)
         os.makedirs(folder, exist_ok=True)
         return folder
@@ -328,6 +276,8 @@ class Catalog:
     def _stream_folder(self, scope: str, stream: str) -> str:
         return os.path.join(self._data_dir, "segments", scope, stream)
 
-    @staticmethod
-    def _segment_name(entry: StreamEntry, number: int) -> str:
-        return str(SegmentId(entry.scope, entry.stream, number))
+
+def _stream_state(entry: StreamEntry[Segment]) -> StreamState:
+    """A stream's durable state, for a compacted journal."""
+    segments = tuple(s.state() for s in entry.segments.values())
+    return StreamState(entry.scope, entry.stream, entry.epoch, entry.sealed, segments)

@@ -1,4 +1,10 @@
-"""A store's settings (:class:`StoreConfig`) and what it reports (:class:`StoreObserver`)."""
+"""A store's settings and what it reports.
+
+:class:`StorageConfig` holds what every storage shares (the ingestion clock,
+idle ticks, the event size limit, the segment limit); :class:`StoreConfig`
+adds the file store's own (its data dir, descriptors, journal compaction).
+:class:`StoreObserver` is what a store reports as it works (metrics).
+"""
 
 from __future__ import annotations
 
@@ -8,39 +14,27 @@ from dataclasses import dataclass, field
 from connector.clock import Clock, SystemClock
 from connector.errors import InvalidArgumentError
 
-__all__ = ["StoreConfig", "StoreObserver", "default_open_files"]
+__all__ = ["StorageConfig", "StoreConfig", "StoreObserver", "default_open_files"]
 
 
-@dataclass(frozen=True)
-class StoreConfig:
-    """How a store behaves.
+@dataclass(frozen=True, kw_only=True)
+class StorageConfig:
+    """What every storage of a store shares.
 
     Attributes:
-        data_dir: where the journal and the segments' data files live.
         clock: the ingestion clock's source of time.
         max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
-        max_open_files: how many data-file descriptors stay open at most when
-            idle (sealed and cold segments' files are closed, least recently
-            used first); None takes a quarter of the process's descriptor
-            limit, 16 to 1024.
         max_segments: how many segments the store holds at most; a creation
             or a scale that would pass it fails with RESOURCE_EXHAUSTED.
-        compact_after_records: the journal is compacted (rewritten as a
-            snapshot of the live state) once it holds this many records and
-            twice as many as its last snapshot, so a restart replays the live
-            state and at most this many records of history.
     """
 
-    data_dir: str
     clock: Clock = field(default_factory=SystemClock)
     max_watermark_lag_ms: int = 10_000
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
-    max_open_files: int | None = None
     max_segments: int = 100_000
-    compact_after_records: int = 20_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -52,19 +46,48 @@ class StoreConfig:
         if self.max_event_size <= 0:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
-        for name in ("max_open_files", "max_segments", "compact_after_records"):
-            value = getattr(self, name)
-            if value is None and name == "max_open_files":
-                continue
-            if not isinstance(value, int) or value < 1:
-                msg = f"{name} must be an integer >= 1, got {value!r}"
-                raise InvalidArgumentError(msg)
+        _check_positive(self, "max_segments")
+
+
+@dataclass(frozen=True)
+class StoreConfig(StorageConfig):
+    """How a file store behaves: :class:`StorageConfig` and its data dir.
+
+    Attributes:
+        data_dir: where the journal and the segments' data files live.
+        max_open_files: how many data-file descriptors stay open at most when
+            idle (sealed and cold segments' files are closed, least recently
+            used first); None takes a quarter of the process's descriptor
+            limit, 16 to 1024.
+        compact_after_records: the journal is compacted (rewritten as a
+            snapshot of the live state) once it holds this many records and
+            twice as many as its last snapshot, so a restart replays the live
+            state and at most this many records of history.
+    """
+
+    data_dir: str
+    max_open_files: int | None = None
+    compact_after_records: int = 20_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_open_files is not None:
+            _check_positive(self, "max_open_files")
+        _check_positive(self, "compact_after_records")
+
+
+def _check_positive(config: object, name: str) -> None:
+    value = getattr(config, name)
+    if not isinstance(value, int) or value < 1:
+        msg = f"{name} must be an integer >= 1, got {value!r}"
+        raise InvalidArgumentError(msg)
 
 
 class StoreObserver:
     """What a store reports as it works (metrics); every method does nothing by default.
 
-    Called on the sequencer thread: an observer must be quick and must not call the store.
+    Called on the thread that makes changes durable: an observer must be
+    quick and must not call the store.
     """
 
     def committed(self, changes: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from connector.errors import InvalidArgumentError
-from connector.store.segment import Segment
+from connector.store.published import PublishedSegment
 
 __all__ = ["MAX_SEGMENTS_PER_SCALE", "even_ranges", "scale_ranges"]
 
@@ -19,7 +19,9 @@ def even_ranges(low: float, high: float, count: int) -> list[tuple[float, float]
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-def scale_ranges(segments: Sequence[Segment], split_count: int) -> list[tuple[float, float]]:
+def scale_ranges(
+    segments: Sequence[PublishedSegment], split_count: int
+) -> list[tuple[float, float]]:
     """The key ranges of the successors of ``segments``.
 
     One segment with ``split_count`` 2 to 64 is a split into even ranges;

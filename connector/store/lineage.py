@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connector.store.segment import Segment
+from connector.store.published import PublishedSegment
 
 __all__ = ["wholly_before"]
 
 
-def wholly_before(segments: Mapping[int, Segment], cut: Mapping[int, int]) -> tuple[int, ...]:
+def wholly_before(
+    segments: Mapping[int, PublishedSegment], cut: Mapping[int, int]
+) -> tuple[int, ...]:
     """The numbers of the segments wholly before ``cut`` (segment number -> offset), sorted.
 
     A segment is wholly before the cut when it is sealed, not in the cut,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from connector.framing import HEADER
 from connector.model import PlannedRead
 from connector.store.boundaries import STRIDE
-from connector.store.segment import Segment
+from connector.store.published import PublishedSegment
 
 __all__ = ["plan_read"]
 
@@ -26,7 +26,7 @@ _Read = Callable[[int, int], bytes]
 
 
 def plan_read(
-    segment: Segment, offset: int, max_events: int | None, max_bytes: int | None
+    segment: PublishedSegment, offset: int, max_events: int | None, max_bytes: int | None
 ) -> PlannedRead:
     """Where a read of ``segment`` from the boundary ``offset`` would stop under the budget.
 

@@ -1,59 +1,30 @@
-"""One segment: its data file, attributes, watermark index and writer numbers.
+"""One segment of the file store: a :class:`PublishedSegment` whose bytes live in a data file.
 
 A segment has two views. The sequencer thread, the only writer, works on the
-*pending* fields while it prepares a group of operations; once the group is
-durable it *publishes*, and only then do readers see the new data, watermark
-or seal. The published fields are guarded by the segment's own condition,
-which readers wait on at the tail. Only the segment's methods change its
+*pending* fields while it prepares a group of operations (writing the data
+file ahead of the journal); once the group is durable it *publishes*, and
+only then do readers see the new data, watermark or seal
+(:mod:`connector.store.published`). Only the segment's methods change its
 fields: the store asks, the segment keeps itself consistent.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 import os
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from connector.errors import InvalidArgumentError, TruncatedError
-from connector.framing import lands_on_boundary, scan_end
-from connector.model import SegmentInfo
-from connector.store.boundaries import STRIDE, SparseBoundaries
+from connector.store.boundaries import SparseBoundaries
 from connector.store.disk import write_all
 from connector.store.open_files import OpenFiles
+from connector.store.published import PublishedSegment, SegmentSnapshot
 from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
 
-_log = logging.getLogger(__name__)
 
-#: How many offsets handed out as a read's next offset a segment remembers.
-_REMEMBERED_BOUNDARIES = 256
-
-
-@dataclass(eq=False)
-class _TailWatch:
-    """A reader waiting without a thread for data past ``offset`` or a watermark above ``known``."""
-
-    offset: int
-    known: int
-    wake: Callable[[], None]
-
-
-@dataclass(frozen=True)
-class SegmentSnapshot:
-    """The published state a read works from."""
-
-    committed_end: int
-    watermark: int
-    sealed: bool
-
-
-class Segment:
-    """A segment's files and state; see the module docstring for who touches what."""
+class Segment(PublishedSegment):
+    """A segment's data file and state; see the module docstring for who touches what."""
 
     def __init__(
         self,
@@ -67,36 +38,10 @@ class Segment:
         data_path: str,
         files: OpenFiles,
     ):
-        self.name = name
-        self.number = number
-        self.key_low = key_low
-        self.key_high = key_high
-        self.epoch = epoch
-        self.creation_time = creation_time
-        self.predecessors = predecessors
-        self.successors: tuple[str, ...] = ()
+        super().__init__(name, number, key_low, key_high, epoch, creation_time, predecessors)
         self.data_path = data_path
         # No descriptor of its own: each use borrows one from the store's cache.
         self._files = files
-        self._changed = threading.Condition()
-        # Reads waiting at the tail without a thread (see watch_tail); under `_changed`.
-        self._watches: set[_TailWatch] = set()
-        # Published: read and written under `_changed`.
-        self.sealed = False
-        self.committed_end = 0
-        #: The first readable offset: data before it was truncated away.
-        self.head = 0
-        self.last_write_time = creation_time
-        self._index = WatermarkIndex(creation_time)
-        self._checkpoints = SparseBoundaries()
-        # Mid-batch offsets handed out as a read's next offset: known event boundaries,
-        # so a sequential reader's next read is not checked by rescanning its batch.
-        self._read_boundaries: collections.OrderedDict[int, None] = collections.OrderedDict()
-        # Pending: the sequencer's own view.
-        self.pending_end = 0
-        self.pending_time = creation_time
-        self.pending_sealed = False
-        self._writer_numbers: dict[str, int] = {}
 
     @classmethod
     def restored(cls, state: SegmentState, name: str, data_path: str, files: OpenFiles) -> Segment:
@@ -151,25 +96,6 @@ class Segment:
 
     # --- the sequencer's side -------------------------------------------------
 
-    def next_time(self, now_ms: int) -> int:
-        """The time of the next temporal operation: strictly after the last one."""
-        self.pending_time = max(now_ms, self.pending_time + 1)
-        return self.pending_time
-
-    def stage_time(self, now_ms: int) -> tuple[int, Callable[[], None]]:
-        """:meth:`next_time`, and the step that takes it back should its group fail."""
-        previous = self.pending_time
-        time_ms = self.next_time(now_ms)
-
-        def undo() -> None:
-            self.pending_time = previous
-
-        return time_ms, undo
-
-    def expected_event_number(self, writer_id: str) -> int:
-        """The number of the next event ``writer_id`` may append here (0 for a new writer)."""
-        return self._writer_numbers.get(writer_id, -1) + 1
-
     def stage_append(
         self, frames: bytes, writer_id: str, last_event_number: int
     ) -> tuple[int, Callable[[], None]]:
@@ -214,46 +140,10 @@ class Segment:
 
     # --- applying durable records (live, and at recovery) ---------------------
 
-    def apply_commit(
-        self,
-        writer_id: str,
-        last_event_number: int,
-        end: int,
-        time_ms: int,
-        checkpoints: Sequence[int],
-        events: int | None,
-    ) -> None:
-        """Publishes an append of ``events`` events: data up to ``end``, ingested at ``time_ms``.
-
-        ``events`` None (a journal that did not count them) leaves the
-        watermark index's event counts unknown from here on.
-        """
-        self._writer_numbers[writer_id] = max(
-            last_event_number, self._writer_numbers.get(writer_id, -1)
-        )
-        self._catch_up(end, time_ms)
-        self._publish(end, time_ms, checkpoints=checkpoints, events=events)
-
-    def apply_tick(self, time_ms: int) -> None:
-        """Publishes an idle tick: the tail's watermark moves to ``time_ms - 1``."""
-        self._catch_up(self.committed_end, time_ms)
-        self._publish(self.committed_end, time_ms)
-
     def seal(self, time_ms: int, successors: tuple[str, ...] | None = None) -> None:
-        """Publishes the seal at ``time_ms`` (and the successors, after a scale)."""
-        if successors is not None:
-            self.successors = successors
-        self.pending_sealed = True
-        self._catch_up(self.committed_end, time_ms)
-        self._publish(self.committed_end, time_ms, sealed=True)
+        """Publishes the seal at ``time_ms`` (and the successors); closes the file for writing."""
+        super().seal(time_ms, successors)
         self._files.forget(self.data_path, writable=True)
-
-    def truncate(self, head: int) -> None:
-        """Makes the data before ``head`` unreadable (a boundary at or below the end)."""
-        with self._changed:
-            self.head = max(self.head, head)
-            self._changed.notify_all()
-            self._fire_watches(everyone=True)
 
     def drop_data(self, delete_file: bool) -> int:
         """Truncates the whole (sealed) segment and, with ``delete_file``, deletes its data file.
@@ -270,33 +160,6 @@ class Segment:
         except FileNotFoundError:
             return 0
         return freed
-
-    @property
-    def wholly_truncated(self) -> bool:
-        """Whether every byte was truncated (its data file may be gone)."""
-        return 0 < self.committed_end <= self.head
-
-    def _catch_up(self, end: int, time_ms: int) -> None:
-        """Brings the sequencer's view up to a record (a no-op live, needed at recovery)."""
-        self.pending_end = max(self.pending_end, end)
-        self.pending_time = max(self.pending_time, time_ms)
-
-    def _publish(
-        self,
-        end: int,
-        time_ms: int,
-        sealed: bool = False,
-        checkpoints: Sequence[int] = (),
-        events: int | None = 0,
-    ) -> None:
-        with self._changed:
-            self._checkpoints.add(checkpoints)
-            self.committed_end = end
-            self.last_write_time = time_ms
-            self._index.record(end - 1, time_ms - 1, events)
-            self.sealed = self.sealed or sealed
-            self._changed.notify_all()
-            self._fire_watches(everyone=False)
 
     # --- recovery ---------------------------------------------------------------
 
@@ -315,190 +178,11 @@ class Segment:
 
     # --- the readers' side ----------------------------------------------------
 
-    def snapshot(self) -> SegmentSnapshot:
-        """The published end, tail watermark and seal, read consistently."""
-        with self._changed:
-            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
-
-    def watermark_after(self, end_offset: int) -> int:
-        """The watermark that holds once the data before ``end_offset`` is consumed."""
-        with self._changed:
-            return self._index.watermark_after(end_offset)
-
-    def counted_boundary_at_or_after(self, offset: int) -> int | None:
-        """The least indexed boundary at or after ``offset`` whose event count is known.
-
-        None when the index knows no counts (a journal that did not keep them)
-        or no boundary lies at or after ``offset``.
-        """
-        with self._changed:
-            if not self._index.counts_known:
-                return None
-            return self._index.boundary_at_or_after(offset)
-
-    def furthest_counted(
-        self, boundary: int, max_events: int | None, limit: int
-    ) -> tuple[int, int, int | None]:
-        """The furthest indexed boundary within ``max_events`` events of ``boundary`` and ``limit``.
-
-        Returns that boundary, the events between, and the next indexed
-        boundary after it (None at the tail); see
-        :meth:`WatermarkIndex.furthest_within`. A binary search.
-        """
-        with self._changed:
-            stop, events = self._index.furthest_within(boundary, max_events, limit)
-            return stop, events, self._index.boundary_at_or_after(stop + 1)
-
-    def remember_boundary(self, offset: int) -> None:
-        """Records ``offset`` as an event boundary handed out, keeping the most recent."""
-        with self._changed:
-            self._read_boundaries[offset] = None
-            self._read_boundaries.move_to_end(offset)
-            while len(self._read_boundaries) > _REMEMBERED_BOUNDARIES:
-                self._read_boundaries.popitem(last=False)
-
-    def wait_at_tail(
-        self,
-        offset: int,
-        known_watermark: int | None,
-        timeout_s: float,
-        stopping: threading.Event,
-    ) -> SegmentSnapshot:
-        """Waits up to ``timeout_s`` for data past ``offset``, a seal or a higher watermark.
-
-        ``known_watermark`` defaults to the watermark at ``offset``; the wait
-        also ends once ``stopping`` is set and :meth:`wake_readers` is called.
-        """
-        with self._changed:
-            known = self._known(offset, known_watermark)
-            self._changed.wait_for(
-                lambda: self._tail_moved(offset, known) or stopping.is_set(), timeout=timeout_s
-            )
-            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
-
-    def watch_tail(
-        self, offset: int, known_watermark: int | None, wake: Callable[[], None]
-    ) -> Callable[[], None] | None:
-        """Arranges for ``wake()`` once :meth:`wait_at_tail` would return; holds no thread.
-
-        ``wake`` is called once, on the thread that publishes the change (or
-        calls :meth:`wake_readers` or :meth:`truncate`), under the segment's
-        lock: it must be quick and must not call the store. Returns the
-        function that withdraws the watch (harmless once fired), or None
-        when there is nothing to wait for (``wake`` is then never called).
-        """
-        with self._changed:
-            known = self._known(offset, known_watermark)
-            if self._tail_moved(offset, known):
-                return None
-            watch = _TailWatch(offset, known, wake)
-            self._watches.add(watch)
-
-        def withdraw() -> None:
-            with self._changed:
-                self._watches.discard(watch)
-
-        return withdraw
-
-    def _known(self, offset: int, known_watermark: int | None) -> int:
-        return self._index.watermark_after(offset) if known_watermark is None else known_watermark
-
-    def _tail_moved(self, offset: int, known: int) -> bool:
-        return self.committed_end > offset or self._index.latest > known or self.sealed
-
-    def _fire_watches(self, *, everyone: bool) -> None:
-        fired = [w for w in self._watches if everyone or self._tail_moved(w.offset, w.known)]
-        for watch in fired:
-            self._watches.discard(watch)
-            try:
-                watch.wake()
-            except Exception:  # a reader's failure must not fail the publishing thread
-                _log.exception("waking a read at the tail of %s failed", self.name)
-
-    def waiting_readers(self) -> int:
-        """How many reads wait at the tail now, with a thread or without."""
-        with self._changed:
-            threads = len(self._changed._waiters)  # type: ignore[attr-defined]  # noqa: SLF001
-            return threads + len(self._watches)
-
-    def wake_readers(self) -> None:
-        """Ends every wait at the tail (the segment is going away or the store closing)."""
-        with self._changed:
-            self._changed.notify_all()
-            self._fire_watches(everyone=True)
-
     def read_bytes(self, start: int, stop: int) -> bytes:
         """Reads the data file between two offsets."""
         with self._files.borrow(self.data_path) as fd:
             return os.pread(fd, stop - start, start)
 
-    def read_stop(self, offset: int, limit: int) -> int:
-        """The last event boundary in ``(offset, limit]``, or the end of the first event.
-
-        ``offset`` is an event boundary at or below the published end.
-        """
-        with self._changed:
-            stop = self._index.boundary_at_or_before(limit)
-        if stop > offset:
-            return stop
-        stop = scan_end(self.read_bytes, offset, limit)
-        self.remember_boundary(stop)
-        return stop
-
-    def check_readable(self, offset: int) -> None:
-        """Refuses an offset before the head (truncated data) or inside an event.
-
-        Raises:
-            TruncatedError: ``offset`` is before the first readable offset.
-            InvalidArgumentError: ``offset`` is not at an event boundary.
-        """
-        with self._changed:
-            head = self.head
-        if offset < head:
-            msg = (
-                f"segment {self.name!r} was truncated: offset {offset} is gone, "
-                f"the first readable offset is {head}"
-            )
-            raise TruncatedError(msg, self.name, head)
-        if offset != head:
-            self.check_boundary(offset)
-
-    def check_boundary(self, offset: int) -> None:
-        """Refuses an offset inside an event; reads a bounded window (see boundaries.py).
-
-        Raises:
-            InvalidArgumentError: ``offset`` is not at an event boundary.
-        """
-        with self._changed:
-            if offset in self._read_boundaries:
-                return
-            start = max(
-                self._index.boundary_at_or_before(offset), self._checkpoints.at_or_before(offset)
-            )
-        if start == offset:
-            return
-        if not lands_on_boundary(self.read_bytes, start, offset, STRIDE):
-            msg = f"offset {offset} is not at an event boundary of segment {self.name!r}"
-            raise InvalidArgumentError(msg)
-
-    def info(self) -> SegmentInfo:
-        """The segment's published attributes."""
-        with self._changed:
-            return SegmentInfo(
-                segment=self.name,
-                creation_time=self.creation_time,
-                last_write_time=self.last_write_time,
-                write_offset=self.committed_end,
-                sealed=self.sealed,
-                watermark=self._index.latest,
-                key_low=self.key_low,
-                key_high=self.key_high,
-                first_offset=self.head,
-            )
-
     def close(self) -> None:
         """Closes the segment's idle descriptors; closing twice is harmless."""
         self._files.forget(self.data_path)
-
-    def __repr__(self) -> str:
-        return f"Segment({self.name!r}, end={self.committed_end}, sealed={self.sealed})"

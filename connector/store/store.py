@@ -22,18 +22,14 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.background import BackgroundTask, TaskStatus
 from connector.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
-    InvalidArgumentError,
     NotFoundError,
-    ResourceExhaustedError,
     SegmentSealedError,
-    quoted,
 )
-from connector.framing import MAX_ROUTING_KEY_BYTES, encode_frames
+from connector.framing import encode_frames
 from connector.model import (
     AppendResult,
     PlannedRead,
@@ -49,26 +45,35 @@ from connector.store.catalog import Catalog
 from connector.store.compaction import Compaction
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
 from connector.store.disk import domain_error
-from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE, even_ranges, scale_ranges
-from connector.store.lineage import wholly_before
 from connector.store.open_files import OpenFiles
 from connector.store.read_plan import plan_read
 from connector.store.records import (
     Committed,
-    KeyRange,
     ScopeCreated,
-    SegmentSealing,
     StateSet,
-    StreamCreated,
     StreamDeleted,
-    StreamScaled,
-    StreamSealed,
-    StreamTruncated,
     Ticked,
 )
 from connector.store.recovery import open_journal, recover
+from connector.store.requests import (
+    check_append,
+    check_cut,
+    check_max_bytes,
+    check_offset,
+    check_plan_limits,
+    check_segment_count,
+    check_state_key,
+    check_state_prefix,
+    duplicates_in_batch,
+)
 from connector.store.segment import Segment
 from connector.store.sequencer import Publish, Sequencer
+from connector.store.streams import (
+    created_record,
+    scale_record,
+    seal_record,
+    truncation_record,
+)
 
 __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
 
@@ -140,9 +145,7 @@ class SegmentStore:
         """Creates a stream whose ``segment_count`` segments split [0, 1) evenly."""
         validate_name("scope", scope)
         validate_name("stream", stream)
-        if not isinstance(segment_count, int) or not 1 <= segment_count <= MAX_SEGMENTS_PER_SCALE:
-            msg = f"segment_count must be 1 to {MAX_SEGMENTS_PER_SCALE}, got {segment_count!r}"
-            raise InvalidArgumentError(msg)
+        check_segment_count(segment_count)
 
         def prepare() -> Publish:
             if not self._catalog.has_scope(scope):
@@ -152,9 +155,7 @@ class SegmentStore:
                 msg = f"stream {scope}/{stream!s} already exists"
                 raise AlreadyExistsError(msg)
             self._catalog.check_room(segment_count)
-            ranges = even_ranges(0.0, 1.0, segment_count)
-            segments = tuple(KeyRange(n, lo, hi) for n, (lo, hi) in enumerate(ranges))
-            created = StreamCreated(scope, stream, self._clock.now_ms(), segments)
+            created = created_record(scope, stream, segment_count, self._clock.now_ms())
             return self._sequencer.record(created)
 
         self._sequencer.submit(prepare, barrier=True)
@@ -176,19 +177,9 @@ class SegmentStore:
 
         def prepare() -> Publish:
             target = self._catalog.stream(scope, stream)
-            segments = [self._catalog.segment_of(target, n) for n in numbers]
-            for segment in segments:
-                if segment.pending_sealed:
-                    msg = f"segment {segment.name!r} is sealed already and cannot be scaled"
-                    raise SegmentSealedError(msg, segment.name, segment.successors)
-            ranges = scale_ranges(segments, split_count)
-            self._catalog.check_room(len(ranges))
-            now = self._clock.now_ms()
-            sealed = tuple(SegmentSealing(s.number, s.next_time(now)) for s in segments)
-            first = max(target.segments) + 1
-            created = tuple(KeyRange(first + i, lo, hi) for i, (lo, hi) in enumerate(ranges))
-            time_ms = max(now, max(s.time_ms for s in sealed) + 1)
-            return self._sequencer.record(StreamScaled(scope, stream, sealed, created, time_ms))
+            record = scale_record(target, numbers, split_count, self._clock.now_ms())
+            self._catalog.check_room(len(record.created))
+            return self._sequencer.record(record)
 
         self._sequencer.submit(prepare, barrier=True)
         return self.describe_stream(scope, stream)
@@ -229,35 +220,16 @@ class SegmentStore:
             InvalidArgumentError: the cut is empty, or an offset is past its
                 segment's end or not at an event boundary.
         """
-        validate_name("scope", scope)
-        validate_name("stream", stream)
-        if not cut:
-            msg = f"a truncation of {scope}/{stream} needs a cut naming at least one segment"
-            raise InvalidArgumentError(msg)
+        check_cut(scope, stream, cut)
 
         def prepare() -> Publish:
             target = self._catalog.stream(scope, stream)
-            for number, offset in sorted(cut.items()):
-                segment = self._catalog.segment_of(target, number)
-                if not 0 <= offset <= segment.pending_end:
-                    msg = (
-                        f"offset {offset} is outside segment {segment.name!r} "
-                        f"(0 to {segment.pending_end})"
-                    )
-                    raise InvalidArgumentError(msg)
-                if offset > segment.head:
-                    segment.check_boundary(offset)
-            removed = tuple(
-                n
-                for n in wholly_before(target.segments, cut)
-                if not target.segments[n].wholly_truncated
-            )
-            heads = tuple(sorted(cut.items()))
-            publish = self._sequencer.record(StreamTruncated(scope, stream, heads, removed))
+            record = truncation_record(target, cut)
+            publish = self._sequencer.record(record)
 
             def published() -> TruncationResult:
                 freed = publish()
-                names = tuple(target.segments[n].name for n in removed)
+                names = tuple(target.segments[n].name for n in record.removed)
                 return TruncationResult(removed_segments=names, bytes_freed=freed or 0)
 
             return published
@@ -269,15 +241,10 @@ class SegmentStore:
 
         def prepare() -> Publish:
             target = self._catalog.stream(scope, stream)
-            if target.sealed:
-                msg = f"stream {scope}/{stream} is sealed already"
-                raise FailedPreconditionError(msg)
-            now = self._clock.now_ms()
-            open_segments = [s for s in target.segments.values() if not s.pending_sealed]
-            sealed = tuple(SegmentSealing(s.number, s.next_time(now)) for s in open_segments)
-            for segment in open_segments:
-                self._sequencer.on_failure(segment.begin_seal())
-            return self._sequencer.record(StreamSealed(scope, stream, sealed))
+            record = seal_record(target, self._clock.now_ms())
+            for sealing in record.sealed:
+                self._sequencer.on_failure(target.segments[sealing.number].begin_seal())
+            return self._sequencer.record(record)
 
         self._sequencer.submit(prepare, barrier=True)
         return self.describe_stream(scope, stream)
@@ -312,45 +279,15 @@ class SegmentStore:
             ResourceExhaustedError: an event is over the size limit.
         """
         target = self._catalog.segment_named(segment)
-        if not writer_id or len(writer_id) > 256:
-            msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
-            raise InvalidArgumentError(msg)
-        if first_event_number < 0:
-            msg = f"first_event_number must be >= 0, got {first_event_number!r}"
-            raise InvalidArgumentError(msg)
-        if discarded_from is not None and not 0 <= discarded_from <= first_event_number:
-            msg = (
-                f"discarded_from must be 0 to first_event_number ({first_event_number}), "
-                f"got {discarded_from!r}"
-            )
-            raise InvalidArgumentError(msg)
-        if not events:
-            msg = f"an append to {segment!r} needs at least one event"
-            raise InvalidArgumentError(msg)
-        if len(events) > MAX_EVENTS_PER_APPEND:
-            msg = (
-                f"an append to {segment!r} has {len(events)} events, over the limit of "
-                f"{MAX_EVENTS_PER_APPEND} per append: send smaller batches"
-            )
-            raise ResourceExhaustedError(msg)
-        if routing_keys and len(routing_keys) != len(events):
-            msg = (
-                f"an append to {segment!r} has {len(routing_keys)} routing keys for "
-                f"{len(events)} events: give none or one per event"
-            )
-            raise InvalidArgumentError(msg)
-        for key in routing_keys or ():
-            if len(key.encode()) > MAX_ROUTING_KEY_BYTES:
-                msg = f"routing key {key[:40]!r}... is over {MAX_ROUTING_KEY_BYTES} bytes"
-                raise InvalidArgumentError(msg)
-        limit = self.config.max_event_size
-        for position, event in enumerate(events):
-            if len(event) > limit:
-                msg = (
-                    f"event {position} of the batch to {segment!r} has {len(event)} bytes, "
-                    f"over the limit of {limit}"
-                )
-                raise ResourceExhaustedError(msg)
+        check_append(
+            segment,
+            writer_id,
+            first_event_number,
+            events,
+            routing_keys,
+            self.config.max_event_size,
+            discarded_from,
+        )
 
         def prepare() -> Publish:
             return self._prepare_append(
@@ -369,14 +306,9 @@ class SegmentStore:
         discarded_from: int | None,
     ) -> Publish:
         expected = target.expected_event_number(writer_id)
-        if first > expected and (discarded_from is None or expected < discarded_from):
-            announced = "" if discarded_from is None else f" (discarded from {discarded_from})"
-            msg = (
-                f"writer {writer_id!r} sent event number {first}{announced} to "
-                f"{target.name!r}, but the next one expected is {expected}"
-            )
-            raise FailedPreconditionError(msg)
-        duplicates = min(max(expected - first, 0), len(events))
+        duplicates = duplicates_in_batch(
+            target.name, writer_id, expected, first, len(events), discarded_from
+        )
         fresh = events[duplicates:]
         if not fresh:
             # Before the seal check: a retry of a batch stored before the segment was
@@ -442,13 +374,9 @@ class SegmentStore:
         known_watermark: int | None,
     ) -> ReadResult:
         target = self._catalog.segment_named(segment)
-        if max_bytes <= 0:
-            msg = f"max_bytes must be > 0, got {max_bytes!r}"
-            raise InvalidArgumentError(msg)
+        check_max_bytes(max_bytes)
         snapshot = target.snapshot()
-        if offset < 0 or offset > snapshot.committed_end:
-            msg = f"offset {offset} is outside segment {segment!r} (0 to {snapshot.committed_end})"
-            raise InvalidArgumentError(msg)
+        check_offset(segment, offset, snapshot.committed_end)
         target.check_readable(offset)
         if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
             with self._parked_lock:
@@ -539,14 +467,8 @@ class SegmentStore:
             StoreUnavailableError: the data file could not be read.
         """
         target = self._catalog.segment_named(segment)
-        for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
-            if limit is not None and limit <= 0:
-                msg = f"{name} must be > 0 or None, got {limit!r}"
-                raise InvalidArgumentError(msg)
-        committed_end = target.snapshot().committed_end
-        if offset < 0 or offset > committed_end:
-            msg = f"offset {offset} is outside segment {segment!r} (0 to {committed_end})"
-            raise InvalidArgumentError(msg)
+        check_plan_limits(max_events, max_bytes)
+        check_offset(segment, offset, target.snapshot().committed_end)
         try:
             target.check_readable(offset)
             plan = plan_read(target, offset, max_events, max_bytes)
@@ -583,10 +505,7 @@ class SegmentStore:
         Raises:
             InvalidArgumentError: ``prefix`` is longer than a key may be.
         """
-        if len(prefix) > _MAX_STATE_KEY:
-            limit = _MAX_STATE_KEY
-            msg = f"a state key prefix must be at most {limit} characters, got {quoted(prefix)}"
-            raise InvalidArgumentError(msg)
+        check_state_prefix(prefix)
         return self._catalog.state_keys(prefix)
 
     @property
@@ -618,6 +537,10 @@ class SegmentStore:
     def journal_size(self) -> int:
         """The journal's size on disk, in bytes."""
         return os.path.getsize(os.path.join(self.config.data_dir, "journal.log"))
+
+    def location(self) -> str:
+        """The data dir."""
+        return self.config.data_dir
 
     # --- idle segments --------------------------------------------------------
 
@@ -659,7 +582,7 @@ class SegmentStore:
 
     def get_state(self, key: str) -> StateValue:
         """The value stored under ``key``; revision 0 when there is none."""
-        _check_state_key(key)
+        check_state_key(key)
         value, revision = self._catalog.state(key)
         return StateValue(key, value, revision, self._clock.now_ms())
 
@@ -670,7 +593,7 @@ class SegmentStore:
 
         Returns whether it was written and the value now stored.
         """
-        _check_state_key(key)
+        check_state_key(key)
 
         def prepare() -> Publish:
             _, revision = self._catalog.state(key)
@@ -714,13 +637,3 @@ class SegmentStore:
     def _segment_named(self, name: str) -> Segment:
         """The segment ``name`` (for tests that look inside a store)."""
         return self._catalog.segment_named(name)
-
-
-#: The longest state key, in characters.
-_MAX_STATE_KEY = 512
-
-
-def _check_state_key(key: str) -> None:
-    if not isinstance(key, str) or not 0 < len(key) <= _MAX_STATE_KEY:
-        msg = f"state key must be 1 to {_MAX_STATE_KEY} characters, got {quoted(key)}"
-        raise InvalidArgumentError(msg)

@@ -1,0 +1,179 @@
+"""Checks of a store request's arguments, the same for every storage.
+
+Each check raises the domain error a client gets (naming the bad value and
+the argument) before a storage does any work, so a malformed request is
+refused with the same status and message whatever holds the data. Checks
+against the store's state (does the segment exist, is it sealed, does an
+event number leave a gap) belong to the storage; :func:`duplicates_in_batch`
+is the one rule of writer ids and event numbers both apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    quoted,
+)
+from connector.framing import MAX_ROUTING_KEY_BYTES
+from connector.names import validate_name
+from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE
+
+__all__ = [
+    "MAX_STATE_KEY",
+    "check_append",
+    "check_cut",
+    "check_max_bytes",
+    "check_offset",
+    "check_plan_limits",
+    "check_segment_count",
+    "check_state_key",
+    "check_state_prefix",
+    "duplicates_in_batch",
+]
+
+#: The longest state key, in characters.
+MAX_STATE_KEY = 512
+
+
+def check_segment_count(segment_count: int) -> None:
+    """Refuses a stream creation's segment count outside 1 to 64."""
+    if not isinstance(segment_count, int) or not 1 <= segment_count <= MAX_SEGMENTS_PER_SCALE:
+        msg = f"segment_count must be 1 to {MAX_SEGMENTS_PER_SCALE}, got {segment_count!r}"
+        raise InvalidArgumentError(msg)
+
+
+def check_append(
+    segment: str,
+    writer_id: str,
+    first_event_number: int,
+    events: Sequence[bytes],
+    routing_keys: Sequence[str] | None,
+    max_event_size: int,
+    discarded_from: int | None = None,
+) -> None:
+    """Refuses a malformed append: its writer id, numbers, batch, keys or event sizes.
+
+    Raises:
+        InvalidArgumentError: a bad writer id, number, empty batch or key.
+        ResourceExhaustedError: too many events, or an event over ``max_event_size``.
+    """
+    if not writer_id or len(writer_id) > 256:
+        msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
+        raise InvalidArgumentError(msg)
+    if first_event_number < 0:
+        msg = f"first_event_number must be >= 0, got {first_event_number!r}"
+        raise InvalidArgumentError(msg)
+    if discarded_from is not None and not 0 <= discarded_from <= first_event_number:
+        msg = (
+            f"discarded_from must be 0 to first_event_number ({first_event_number}), "
+            f"got {discarded_from!r}"
+        )
+        raise InvalidArgumentError(msg)
+    if not events:
+        msg = f"an append to {segment!r} needs at least one event"
+        raise InvalidArgumentError(msg)
+    if len(events) > MAX_EVENTS_PER_APPEND:
+        msg = (
+            f"an append to {segment!r} has {len(events)} events, over the limit of "
+            f"{MAX_EVENTS_PER_APPEND} per append: send smaller batches"
+        )
+        raise ResourceExhaustedError(msg)
+    if routing_keys and len(routing_keys) != len(events):
+        msg = (
+            f"an append to {segment!r} has {len(routing_keys)} routing keys for "
+            f"{len(events)} events: give none or one per event"
+        )
+        raise InvalidArgumentError(msg)
+    for key in routing_keys or ():
+        if len(key.encode()) > MAX_ROUTING_KEY_BYTES:
+            msg = f"routing key {key[:40]!r}... is over {MAX_ROUTING_KEY_BYTES} bytes"
+            raise InvalidArgumentError(msg)
+    for position, event in enumerate(events):
+        if len(event) > max_event_size:
+            msg = (
+                f"event {position} of the batch to {segment!r} has {len(event)} bytes, "
+                f"over the limit of {max_event_size}"
+            )
+            raise ResourceExhaustedError(msg)
+
+
+def duplicates_in_batch(
+    segment: str,
+    writer_id: str,
+    expected: int,
+    first: int,
+    count: int,
+    discarded_from: int | None = None,
+) -> int:
+    """How many of a batch's ``count`` events, numbered from ``first``, the segment has already.
+
+    ``expected`` is the number of the writer's next event in the segment:
+    events numbered below it are stored already (a retry), so they are
+    skipped and counted as duplicates. ``discarded_from`` announces that the
+    writer discarded the numbers from there up to ``first`` without learning
+    whether they were stored: the gap is accepted when every number below
+    ``discarded_from`` is stored.
+
+    Raises:
+        FailedPreconditionError: ``first`` is past ``expected`` (events would
+            be missing) and no announced discard covers the gap.
+    """
+    if first > expected and (discarded_from is None or expected < discarded_from):
+        announced = "" if discarded_from is None else f" (discarded from {discarded_from})"
+        msg = (
+            f"writer {writer_id!r} sent event number {first}{announced} to "
+            f"{segment!r}, but the next one expected is {expected}"
+        )
+        raise FailedPreconditionError(msg)
+    return min(max(expected - first, 0), count)
+
+
+def check_max_bytes(max_bytes: int) -> None:
+    """Refuses a read's byte budget that is not positive."""
+    if max_bytes <= 0:
+        msg = f"max_bytes must be > 0, got {max_bytes!r}"
+        raise InvalidArgumentError(msg)
+
+
+def check_plan_limits(max_events: int | None, max_bytes: int | None) -> None:
+    """Refuses a read plan's limit that is given and not positive."""
+    for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
+        if limit is not None and limit <= 0:
+            msg = f"{name} must be > 0 or None, got {limit!r}"
+            raise InvalidArgumentError(msg)
+
+
+def check_offset(segment: str, offset: int, end: int) -> None:
+    """Refuses an offset outside ``[0, end]`` of ``segment``."""
+    if offset < 0 or offset > end:
+        msg = f"offset {offset} is outside segment {segment!r} (0 to {end})"
+        raise InvalidArgumentError(msg)
+
+
+def check_cut(scope: str, stream: str, cut: Mapping[int, int]) -> None:
+    """Refuses a truncation of a badly named stream or at an empty cut."""
+    validate_name("scope", scope)
+    validate_name("stream", stream)
+    if not cut:
+        msg = f"a truncation of {scope}/{stream} needs a cut naming at least one segment"
+        raise InvalidArgumentError(msg)
+
+
+def check_state_key(key: str) -> None:
+    """Refuses a state key that is not 1 to 512 characters."""
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_STATE_KEY:
+        msg = f"state key must be 1 to {MAX_STATE_KEY} characters, got {quoted(key)}"
+        raise InvalidArgumentError(msg)
+
+
+def check_state_prefix(prefix: str) -> None:
+    """Refuses a state key prefix longer than a key may be."""
+    if len(prefix) > MAX_STATE_KEY:
+        limit = MAX_STATE_KEY
+        msg = f"a state key prefix must be at most {limit} characters, got {quoted(prefix)}"
+        raise InvalidArgumentError(msg)
