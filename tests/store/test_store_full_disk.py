@@ -219,3 +219,46 @@ def test_idle_ticks_survive_a_full_disk_and_resume_once_space_returns(
         ]
         assert last_success > time.time() - 5
         assert f"{task} works again after" in server.log()
+
+
+def test_a_change_that_writes_nothing_does_not_end_the_full_disk_state(
+    small_disk: pathlib.Path, clock
+) -> None:
+    config = StoreConfig(data_dir=str(small_disk / "data"), clock=clock, polling_period_ms=None)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "s", 1)
+        filler = fill_disk(small_disk)
+        with pytest.raises(ResourceExhaustedError):
+            for number in range(10_000):  # the journal's last page, then the refusal
+                store.append(SEGMENT, "w", number, [b"e" * 1024])
+        assert not store.accepting_writes
+        assert store.compare_and_set_state("k", 7, b"stale")[0] is False  # stores nothing
+        assert store.advance_idle_segments() == 0  # no tick due: stores nothing
+        assert not store.accepting_writes, "nothing was stored: the disk is still full"
+        filler.unlink()
+        store.append(SEGMENT, "w", number, [b"e" * 1024])
+        assert store.accepting_writes
+
+
+def test_idle_ticks_refused_on_a_full_disk_are_due_again_at_once(
+    small_disk: pathlib.Path, clock
+) -> None:
+    config = StoreConfig(data_dir=str(small_disk / "data"), clock=clock, polling_period_ms=None)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "s", IDLE_SEGMENTS)
+        filler = fill_disk(small_disk)
+        for _ in range(10_000):  # ticks fill the journal's last page, then are refused
+            clock.advance(config.max_watermark_lag_ms + 1)
+            try:
+                store.advance_idle_segments()
+            except ResourceExhaustedError:
+                break
+        watermark = store.segment_info(SEGMENT).watermark
+        for _ in range(3):  # no time passes: the refused ticks are still due, not forgotten
+            with pytest.raises(ResourceExhaustedError):
+                store.advance_idle_segments()
+        filler.unlink()
+        assert store.advance_idle_segments() == IDLE_SEGMENTS
+        assert store.segment_info(SEGMENT).watermark > watermark
