@@ -10,6 +10,7 @@ __all__ = [
     "AlreadyExistsError",
     "quoted",
     "ClosedError",
+    "DataDirLockedError",
     "DuplicateEventNumbersError",
     "FailedPreconditionError",
     "InvalidArgumentError",
@@ -59,6 +60,20 @@ class FailedPreconditionError(TidemarkError):
 
 class ClosedError(FailedPreconditionError):
     """A reader, writer or client was used after it was closed."""
+
+
+class DataDirLockedError(FailedPreconditionError):
+    """Another store holds the data dir: two stores on one dir would overwrite each other.
+
+    Attributes:
+        data_dir: the data dir.
+        holder_pid: the process id the holder wrote in the lock file (None: unknown).
+    """
+
+    def __init__(self, message: str, data_dir: str = "", holder_pid: int | None = None):
+        super().__init__(message)
+        self.data_dir = data_dir
+        self.holder_pid = holder_pid
 
 
 class SegmentSealedError(FailedPreconditionError):

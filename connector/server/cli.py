@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from connector.clock import Clock, SystemClock
-from connector.errors import InvalidArgumentError
+from connector.errors import DataDirLockedError, InvalidArgumentError
 from connector.security import ServerTls, TokenTable
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
 from connector.server.store_server import StoreServer
@@ -95,10 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _refuse(message: str) -> NoReturn:
-    """Ends a start the server refuses: one line naming the value, exit 2 (no usage block)."""
+#: The exit code of a start refused because another store holds the data dir.
+DATA_DIR_LOCKED_EXIT = 3
+
+
+def _refuse(message: str, exit_code: int = 2) -> NoReturn:
+    """Ends a start the server refuses: one line naming the value (no usage block)."""
     print(f"tidemark-server: error: {message}", file=sys.stderr, flush=True)
-    sys.exit(2)
+    sys.exit(exit_code)
 
 
 def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
@@ -124,6 +128,8 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
             metrics_listen=args.metrics_listen,
             max_parked_reads_per_connection=args.max_parked_reads_per_connection,
         )
+    except DataDirLockedError as error:
+        _refuse(str(error), DATA_DIR_LOCKED_EXIT)
     except InvalidArgumentError as error:
         message = str(error)
         # The store and the server name their fields: say the flags instead.
@@ -154,7 +160,10 @@ def _remove_pid_file(path: str) -> None:
 
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
-    """Runs the server until SIGTERM or SIGINT; exits with 2 on a bad argument."""
+    """Runs the server until SIGTERM or SIGINT.
+
+    Exits with 2 on a bad argument, 3 when another store holds the data dir.
+    """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 
-from connector.errors import FailedPreconditionError, InvalidArgumentError, quoted
+from connector.errors import FailedPreconditionError
 from connector.store.catalog import Catalog
+from connector.store.data_dir import unusable
 from connector.store.journal import Journal
 from connector.store.records import decode
 
@@ -32,9 +33,7 @@ def open_journal(data_dir: str) -> Journal:
         os.makedirs(os.path.join(data_dir, "segments"), exist_ok=True)
         return Journal(os.path.join(data_dir, "journal.log"))
     except OSError as error:
-        reason = os.strerror(error.errno) if error.errno else str(error)
-        msg = f"data dir {quoted(data_dir)} cannot be used: {reason}"
-        raise InvalidArgumentError(msg) from None
+        raise unusable(data_dir, error) from None
 
 
 def recover(catalog: Catalog, journal: Journal) -> int:

@@ -44,6 +44,7 @@ from connector.store.boundaries import checkpoints
 from connector.store.catalog import Catalog
 from connector.store.compaction import Compaction
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
+from connector.store.data_dir import DataDirLock
 from connector.store.disk import domain_error
 from connector.store.open_files import OpenFiles
 from connector.store.read_plan import plan_read
@@ -96,6 +97,16 @@ class SegmentStore:
         self.config = config
         self._clock = config.clock
         self.observer = StoreObserver()
+        # Held until close(): a second store on this dir is refused (DataDirLockedError).
+        self._lock = DataDirLock(config.data_dir)
+        try:
+            self._open(config)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, config: StoreConfig) -> None:
+        """Replays the data dir and starts the sequencer and the background tasks."""
         self._files = OpenFiles(config.max_open_files or default_open_files())
         self._catalog = Catalog(config.data_dir, self._files, config.max_segments)
         self._journal = open_journal(config.data_dir)
@@ -624,6 +635,7 @@ class SegmentStore:
             segment.close()
         self._files.close()
         self._journal.close()
+        self._lock.release()
 
     def __enter__(self) -> SegmentStore:
         return self

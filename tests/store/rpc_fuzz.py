@@ -569,7 +569,7 @@ def _long_values(request: Any) -> list[str]:
 
 #: Every file a store may hold in its data dir.
 _DATA_FILE = re.compile(
-    r"journal\.log(\.[A-Za-z0-9_.-]+)?"
+    r"\.lock|journal\.log(\.[A-Za-z0-9_.-]+)?"
     r"|segments/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/(0|[1-9][0-9]*)\.events",
     re.ASCII,
 )

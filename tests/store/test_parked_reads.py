@@ -28,11 +28,16 @@ _WAIT_MS = 120_000
 
 
 @pytest.fixture
-def channels(store_server: StoreServer) -> Iterator[Callable[[], Any]]:
-    """Opens raw stubs, each on a connection of its own, to ``store_server``; closes them after."""
+def channels(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """Opens raw stubs, each on a connection of its own, to a server; closes them after.
+
+    ``channels()`` connects to ``store_server`` (started then: a test with a server of
+    its own on the same data dir must not start it), ``channels(server)`` to ``server``.
+    """
     opened: list[grpc.Channel] = []
 
-    def stub(server: StoreServer = store_server) -> store_pb2_grpc.SegmentStoreStub:
+    def stub(server: StoreServer | None = None) -> store_pb2_grpc.SegmentStoreStub:
+        server = server or request.getfixturevalue("store_server")
         # A connection of its own: channels of one process otherwise share one.
         options = [*GRPC_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]
         channel = grpc.insecure_channel(server.address, options=options)
