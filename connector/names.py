@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from connector.errors import InvalidArgumentError, quoted
 
-__all__ = ["SegmentId", "StreamId", "validate_name"]
+__all__ = ["SegmentId", "StreamId", "state_key_scope", "validate_name"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", re.ASCII)
 # ASCII digits, no leading zero: one spelling per segment, so "007" or "٣" is no alias.
@@ -93,3 +93,13 @@ class SegmentId:
 
     def __str__(self) -> str:
         return f"{self.scope}/{self.stream}/{self.number}"
+
+
+def state_key_scope(key: str) -> str | None:
+    """The scope a state key belongs to: its second part (``kind/scope/...``).
+
+    Reader groups keep their state under ``readergroup/scope/group``. None for
+    a key of another shape, which belongs to no scope.
+    """
+    parts = key.split("/")
+    return parts[1] if len(parts) >= 3 and parts[1] else None

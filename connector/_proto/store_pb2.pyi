@@ -126,6 +126,16 @@ class DeleteStreamResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class DeleteScopeRequest(_message.Message):
+    __slots__ = ("scope",)
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    def __init__(self, scope: _Optional[str] = ...) -> None: ...
+
+class DeleteScopeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class SegmentDescription(_message.Message):
     __slots__ = ("segment", "key_low", "key_high", "epoch", "sealed", "creation_time", "predecessors", "successors")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -285,6 +295,22 @@ class CompareAndSetStateResponse(_message.Message):
     written: bool
     current: StateValue
     def __init__(self, written: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...
+
+class DeleteStateRequest(_message.Message):
+    __slots__ = ("key", "expected_revision")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    expected_revision: int
+    def __init__(self, key: _Optional[str] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class DeleteStateResponse(_message.Message):
+    __slots__ = ("deleted", "current")
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    current: StateValue
+    def __init__(self, deleted: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...
 
 class PlanReadRequest(_message.Message):
     __slots__ = ("segment", "offset", "max_events", "max_bytes")

@@ -69,6 +69,11 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.DeleteStreamRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.DeleteStreamResponse.FromString,
                 _registered_method=True)
+        self.DeleteScope = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/DeleteScope',
+                request_serializer=connector_dot___proto_dot_store__pb2.DeleteScopeRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.DeleteScopeResponse.FromString,
+                _registered_method=True)
         self.AppendEvents = channel.unary_unary(
                 '/tidemark.v1.SegmentStore/AppendEvents',
                 request_serializer=connector_dot___proto_dot_store__pb2.AppendRequest.SerializeToString,
@@ -93,6 +98,11 @@ class SegmentStoreStub(object):
                 '/tidemark.v1.SegmentStore/CompareAndSetState',
                 request_serializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.FromString,
+                _registered_method=True)
+        self.DeleteState = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/DeleteState',
+                request_serializer=connector_dot___proto_dot_store__pb2.DeleteStateRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.DeleteStateResponse.FromString,
                 _registered_method=True)
         self.PlanRead = channel.unary_unary(
                 '/tidemark.v1.SegmentStore/PlanRead',
@@ -167,6 +177,14 @@ class SegmentStoreServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteScope(self, request, context):
+        """Deletes an empty scope. NOT_FOUND if there is none; FAILED_PRECONDITION
+        while it has streams (sealed ones too) or state values (reader groups).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AppendEvents(self, request, context):
         """Appends a batch; answers once the batch is durable.
         """
@@ -197,6 +215,14 @@ class SegmentStoreServicer(object):
 
     def CompareAndSetState(self, request, context):
         """Writes a value if its revision is still `expected_revision` (0: absent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteState(self, request, context):
+        """Deletes a value if its revision is still `expected_revision`. A value
+        stored again under the key takes a revision above every one it had.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -274,6 +300,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     request_deserializer=connector_dot___proto_dot_store__pb2.DeleteStreamRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.DeleteStreamResponse.SerializeToString,
             ),
+            'DeleteScope': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteScope,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.DeleteScopeRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.DeleteScopeResponse.SerializeToString,
+            ),
             'AppendEvents': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendEvents,
                     request_deserializer=connector_dot___proto_dot_store__pb2.AppendRequest.FromString,
@@ -298,6 +329,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.CompareAndSetState,
                     request_deserializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.SerializeToString,
+            ),
+            'DeleteState': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteState,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.DeleteStateRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.DeleteStateResponse.SerializeToString,
             ),
             'PlanRead': grpc.unary_unary_rpc_method_handler(
                     servicer.PlanRead,
@@ -498,6 +534,33 @@ class SegmentStore(object):
             _registered_method=True)
 
     @staticmethod
+    def DeleteScope(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/DeleteScope',
+            connector_dot___proto_dot_store__pb2.DeleteScopeRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.DeleteScopeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AppendEvents(request,
             target,
             options=(),
@@ -622,6 +685,33 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/CompareAndSetState',
             connector_dot___proto_dot_store__pb2.CompareAndSetStateRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.CompareAndSetStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/DeleteState',
+            connector_dot___proto_dot_store__pb2.DeleteStateRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.DeleteStateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,4 +1,4 @@
-"""``tidemarkctl readergroup``: list, describe and reset reader groups."""
+"""``tidemarkctl readergroup``: create, list, describe, reset and delete reader groups."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup
 from connector.cli.params import SCOPED_NAME
 from connector.cli.scope_commands import names_shown
 from connector.cli.watermark_commands import watermark_text
+from connector.errors import AlreadyExistsError, NotFoundError
 from connector.reader.group import ReaderGroupManager
 from connector.reader.group_state import group_watermark
+from connector.reader.lag import group_lag
 
 __all__ = ["readergroup"]
 
@@ -18,7 +20,7 @@ pass_settings = click.make_pass_decorator(Settings, ensure=True)
 
 @click.group(cls=TidemarkctlGroup)
 def readergroup() -> None:
-    """Reader groups: list, describe, reset."""
+    """Reader groups: create, list, describe, reset, delete."""
 
 
 @readergroup.command("list")
@@ -31,52 +33,132 @@ def readergroup_list(settings: Settings, scope_name: str) -> Shown:
     return names_shown({"scope": scope_name, "readergroups": names}, full, "no reader groups")
 
 
+@readergroup.command("create")
+@click.argument("name", type=SCOPED_NAME, metavar="SCOPE/GROUP")
+@click.option(
+    "--stream",
+    "streams",
+    multiple=True,
+    required=True,
+    metavar="SCOPE/STREAM",
+    help="A stream the group reads; repeatable.",
+)
+@click.option(
+    "--start",
+    type=click.Choice(["earliest", "latest"]),
+    default="earliest",
+    show_default=True,
+    help="Where the group starts: the first readable events, or the tails.",
+)
+@click.option(
+    "--if-not-exists",
+    is_flag=True,
+    help="An existing group is not an error (it is left as it is).",
+)
+@pass_settings
+def readergroup_create(
+    settings: Settings,
+    name: tuple[str, str],
+    streams: tuple[str, ...],
+    start: str,
+    if_not_exists: bool,
+) -> Shown:
+    """Creates reader group SCOPE/GROUP over the --stream streams."""
+    scope_name, group = name
+    manager = ReaderGroupManager(settings.client())
+    created = True
+    try:
+        manager.create_reader_group(scope_name, group, list(streams), start=start)
+    except AlreadyExistsError:
+        if not if_not_exists:
+            raise
+        created = False
+    value = {"group": f"{scope_name}/{group}", "streams": list(streams), "created": created}
+    text = f"reader group {scope_name}/{group} {'created' if created else 'exists already'}"
+    return Shown(value, text)
+
+
+@readergroup.command("delete")
+@click.argument("name", type=SCOPED_NAME, metavar="SCOPE/GROUP")
+@click.option("--if-exists", is_flag=True, help="A group that does not exist is not an error.")
+@pass_settings
+def readergroup_delete(settings: Settings, name: tuple[str, str], if_exists: bool) -> Shown:
+    """Deletes reader group SCOPE/GROUP; its readers fail on their next read."""
+    scope_name, group = name
+    try:
+        ReaderGroupManager(settings.client()).delete_reader_group(scope_name, group)
+    except NotFoundError:
+        if not if_exists:
+            raise
+        value = {"deleted": f"{scope_name}/{group}", "existed": False}
+        return Shown(value, f"reader group {scope_name}/{group} does not exist")
+    value = {"deleted": f"{scope_name}/{group}", "existed": True}
+    return Shown(value, f"reader group {scope_name}/{group} deleted")
+
+
+def _lag_text(ms: int) -> str:
+    return f"{ms}ms" if ms else "0"
+
+
 @readergroup.command("describe")
 @click.argument("name", type=SCOPED_NAME, metavar="SCOPE/GROUP")
 @pass_settings
 def readergroup_describe(settings: Settings, name: tuple[str, str]) -> Shown:
-    """Shows a group's streams, readers, positions and watermark."""
+    """Shows a group's readers, and per segment its position, the tail and the lag.
+
+    Like kafka-consumer-groups --describe: OFFSET is where the group reads
+    next, TAIL the segment's end now (LOG-END-OFFSET), LAG the events
+    between them, LAG-MS the ingestion time those events span.
+    """
     scope_name, group = name
-    record = ReaderGroupManager(settings.client()).get_reader_group(scope_name, group).record()
+    client = settings.client()
+    record = ReaderGroupManager(client).get_reader_group(scope_name, group).record()
     state = record.state
+    lag = group_lag(record, client.plan_read)
+    watermark_at = {s: c.watermark for s, c in state.cursors.items()}
+    watermark_at.update({s: w.watermark for s, w in state.waiting.items()})
     segments = [
         {
-            "segment": s,
-            "offset": c.offset,
-            "end": c.end,
-            "watermark": c.watermark,
-            "reader": record.assignments.get(s),
+            "segment": s.segment,
+            "offset": s.offset,
+            "tail": s.tail,
+            "lag": s.events,
+            "lag_ms": s.lag_ms,
+            "end": state.cursors[s.segment].end if s.segment in state.cursors else None,
+            "watermark": watermark_at[s.segment],
+            "reader": s.reader,
+            "waiting_for": list(s.waiting_for),
         }
-        for s, c in sorted(state.cursors.items())
-    ]
-    waiting = [
-        {"segment": s, "watermark": w.watermark, "waiting_for": sorted(w.waiting_for)}
-        for s, w in sorted(state.waiting.items())
+        for s in lag.segments
     ]
     value = {
         "group": f"{scope_name}/{group}",
         "streams": list(record.streams),
         "generation": record.generation,
         "watermark": group_watermark(state),
+        "lag": lag.events,
+        "lag_ms": lag.lag_ms,
         "readers": sorted(record.leases),
         "segments": segments,
-        "waiting": waiting,
         "finished": sorted(state.finished),
         "checkpoints": sorted(record.checkpoints),
     }
     lines = [
         f"reader group {scope_name}/{group}: streams {', '.join(record.streams)}, "
         f"generation {record.generation}, {len(record.leases)} reader(s)",
-        f"  group watermark {watermark_text(value['watermark'])}",
-        f"  {'SEGMENT':<24} {'OFFSET':>10}  {'WATERMARK':<24} READER",
+        f"  group watermark {watermark_text(value['watermark'])}, "
+        f"lag {lag.events} events, {_lag_text(lag.lag_ms)}",
+        f"  {'SEGMENT':<24} {'OFFSET':>10} {'TAIL':>10} {'LAG':>8} {'LAG-MS':>9}  "
+        f"{'WATERMARK':<24} READER",
     ]
     for s in segments:
-        lines.append(
-            f"  {s['segment']:<24} {s['offset']:>10}  {watermark_text(s['watermark']):<24} "
-            f"{s['reader'] or '-'}"
+        reader = s["reader"] or (
+            f"waiting for {', '.join(s['waiting_for'])}" if s["waiting_for"] else "-"
         )
-    for w in waiting:
-        lines.append(f"  {w['segment']:<24} waiting for {', '.join(w['waiting_for'])}")
+        lines.append(
+            f"  {s['segment']:<24} {s['offset']:>10} {s['tail']:>10} {s['lag']:>8} "
+            f"{_lag_text(s['lag_ms']):>9}  {watermark_text(s['watermark']):<24} {reader}"
+        )
     return Shown(value, "\n".join(lines))
 
 

@@ -6,7 +6,7 @@ import click
 
 from connector.cli.app import Settings, Shown, TidemarkctlGroup
 from connector.client import StreamManager
-from connector.errors import AlreadyExistsError
+from connector.errors import AlreadyExistsError, NotFoundError
 
 __all__ = ["names_shown", "scope"]
 
@@ -36,6 +36,21 @@ def scope_create(settings: Settings, name: str, if_not_exists: bool) -> Shown:
             raise
         return Shown({"scope": name, "created": False}, f"scope {name} exists already")
     return Shown({"scope": name, "created": True}, f"scope {name} created")
+
+
+@scope.command("delete")
+@click.argument("name")
+@click.option("--if-exists", is_flag=True, help="A scope that does not exist is not an error.")
+@pass_settings
+def scope_delete(settings: Settings, name: str, if_exists: bool) -> Shown:
+    """Deletes scope NAME, which must have no streams (sealed ones too) and no reader groups."""
+    try:
+        StreamManager(settings.client()).delete_scope(name)
+    except NotFoundError:
+        if not if_exists:
+            raise
+        return Shown({"deleted": name, "existed": False}, f"scope {name} does not exist")
+    return Shown({"deleted": name, "existed": True}, f"scope {name} deleted")
 
 
 @scope.command("list")

@@ -1,19 +1,22 @@
-"""``tidemarkctl stream``: create, list, describe, scale, seal, truncate, delete, tail."""
+"""``tidemarkctl stream``: create, list, describe, write, tail, scale, seal, truncate, delete."""
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import asdict
 from typing import Any
 
 import click
 
-from connector.cli.app import Settings, Shown, TidemarkctlGroup
+from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup
 from connector.cli.params import STREAM_NAME
 from connector.cli.scope_commands import names_shown
 from connector.cli.tail import EventSeen, tail
-from connector.client import StreamManager
+from connector.cli.watermark_commands import watermark_text
+from connector.client import BytesSerializer, EventWriter, StoreClient, StreamManager
 from connector.clock import utc_text
-from connector.errors import AlreadyExistsError, NotFoundError
+from connector.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from connector.model import StreamDescription
 from connector.names import SegmentId, StreamId
 
@@ -43,7 +46,7 @@ def _described(description: StreamDescription, **extra: Any) -> Shown:
 
 @click.group(cls=TidemarkctlGroup)
 def stream() -> None:
-    """Streams: create, list, describe, scale, seal, truncate, delete, tail."""
+    """Streams: create, list, describe, write, tail, scale, seal, truncate, delete."""
 
 
 @stream.command("list")
@@ -83,12 +86,56 @@ def stream_create(settings: Settings, name: StreamId, segments: int, if_not_exis
     return _described(created, created=True)
 
 
+def _extent(client: StoreClient, segment: str) -> dict[str, int]:
+    """A segment's readable bytes and events, tail offset and watermark, as the store has them."""
+    info = client.segment_info(segment)
+    planned = client.plan_read(segment, info.first_offset)
+    return {
+        "first_offset": info.first_offset,
+        "tail_offset": info.write_offset,
+        "bytes": info.write_offset - info.first_offset,
+        "events": planned.events,
+        "watermark": info.watermark,
+        "last_write_time": info.last_write_time,
+    }
+
+
+def _sizes_text(stream: str, extents: dict[str, dict[str, int]]) -> str:
+    lines = [
+        f"  {'SEGMENT':<24} {'FIRST':>10} {'TAIL':>12} {'BYTES':>12} {'EVENTS':>10}  WATERMARK"
+    ]
+    for segment, e in extents.items():
+        lines.append(
+            f"  {segment:<24} {e['first_offset']:>10} {e['tail_offset']:>12} {e['bytes']:>12} "
+            f"{e['events']:>10}  {watermark_text(e['watermark'])}"
+        )
+    events = sum(e["events"] for e in extents.values())
+    size = sum(e["bytes"] for e in extents.values())
+    lines.append(f"  {stream}: {events} events, {size} bytes readable")
+    return "\n".join(lines)
+
+
 @stream.command("describe")
 @click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
 @pass_settings
 def stream_describe(settings: Settings, name: StreamId) -> Shown:
-    """Shows a stream's segments, their key ranges and lineage."""
-    return _described(settings.client().describe_stream(name.scope, name.stream))
+    """Shows a stream's segments: key ranges, lineage, sizes, tail offsets, watermarks.
+
+    Per segment: its first readable offset (0 unless truncated), its tail
+    offset (where the next event goes), the bytes and events between them,
+    and its watermark.
+    """
+    client = settings.client()
+    description = client.describe_stream(name.scope, name.stream)
+    extents = {s.segment: _extent(client, s.segment) for s in description.segments}
+    shown = _described(
+        description,
+        events=sum(e["events"] for e in extents.values()),
+        bytes=sum(e["bytes"] for e in extents.values()),
+    )
+    for segment in shown.value["segments"]:
+        segment.update(extents[segment["segment"]])
+    return Shown(shown.value, f"{shown.text}\n{_sizes_text(str(name), extents)}")
 
 
 @stream.command("scale")
@@ -240,3 +287,74 @@ def stream_tail(
                 settings.emit(value, f"-- watermark {item.segment} {utc_text(item.watermark)}")
     except KeyboardInterrupt:
         return  # Ctrl-C is how a tail is meant to end
+
+
+def _routing_key(line: bytes, number: int, key_field: str | None, key: str | None) -> str | None:
+    """The routing key of input line ``number``: the fixed one, its JSON field's, or none."""
+    if key_field is None:
+        return key
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    field = value.get(key_field) if isinstance(value, dict) else None
+    if isinstance(field, bool) or not isinstance(field, str | int):
+        shown = line[:80].decode("utf-8", "backslashreplace")
+        msg = (
+            f"line {number} has no string or integer field {key_field!r} for --key-field: {shown!r}"
+        )
+        raise InvalidArgumentError(msg)
+    return str(field)
+
+
+@stream.command("write")
+@click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM")
+@click.option(
+    "--key-field",
+    metavar="FIELD",
+    help="Each line is a JSON object; its FIELD (a string or integer) is the routing key.",
+)
+@click.option("--key", metavar="KEY", help="One routing key for every line.")
+@pass_settings
+def stream_write(
+    settings: Settings, name: StreamId, key_field: str | None, key: str | None
+) -> Shown:
+    """Writes each line of standard input as one event (empty lines are skipped).
+
+    Events of one routing key keep their order; without --key-field or
+    --key, lines have no key and no order between them is kept. Lines are
+    stored as they arrive, a batch whenever the input pauses, durably before
+    the next is read. A bad line stops the command (exit 2); the lines
+    before it are stored, and the error says how many.
+    """
+    if key_field is not None and key is not None:
+        msg = "give --key-field FIELD or --key KEY, not both"
+        raise click.UsageError(msg)
+    source = sys.stdin.buffer
+    stored = 0
+    number = 0
+    pending = b""
+    # Not closed on an error: closing flushes, and the error already says what is not stored.
+    writer = EventWriter(settings.client(), name, BytesSerializer())
+    while True:
+        chunk = source.read1(1 << 16)  # what is there now, waiting only for the first byte
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop() if chunk else b""
+        queued = 0
+        try:
+            for line in lines:
+                number += 1
+                event = line.removesuffix(b"\r")
+                if event:
+                    writer.write_event(event, _routing_key(event, number, key_field, key))
+                    queued += 1
+        except InvalidArgumentError as error:
+            writer.flush()
+            msg = f"{error} ({stored + queued} events before it were stored)"
+            raise Failure(msg, 2, "InvalidArgumentError") from None
+        writer.flush()
+        stored += queued
+        if not chunk:
+            break
+    writer.close()
+    return Shown({"stream": str(name), "events": stored}, f"wrote {stored} events to {name}")

@@ -302,6 +302,20 @@ class StoreClient:
         request = _pb.DeleteStreamRequest(scope=scope, stream=stream)
         self._invoke(self._stub.DeleteStream, request, on_repeat=on_repeat)
 
+    def delete_scope(self, scope: str) -> None:
+        """Deletes an empty scope (FailedPreconditionError naming what it still holds).
+
+        NotFoundError when there is no such scope, unless a repeat after a
+        lost answer finds it gone.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            return _pb.DeleteScopeResponse() if isinstance(outcome, NotFoundError) else None
+
+        self._invoke(
+            self._stub.DeleteScope, _pb.DeleteScopeRequest(scope=scope), on_repeat=on_repeat
+        )
+
     def truncate_stream(self, scope: str, stream: str, cut: Mapping[int, int]) -> TruncationResult:
         """Truncates the stream at ``cut`` (segment number -> offset); see the store's.
 
@@ -467,6 +481,24 @@ class StoreClient:
         )
         response = self._invoke(self._stub.CompareAndSetState, request, on_repeat=on_repeat)
         return response.written, _state(response.current)
+
+    def delete_state(self, key: str, expected_revision: int) -> tuple[bool, StateValue]:
+        """Deletes the value under ``key`` if its revision is ``expected_revision``.
+
+        Returns (deleted, current); ``current.revision`` is 0 once it is gone. A
+        repeat after a lost answer that finds no value reports it deleted.
+        """
+
+        def on_repeat(outcome: Any) -> Any:
+            if isinstance(outcome, TidemarkError) or outcome.deleted:
+                return None
+            if outcome.current.revision != 0:
+                return None
+            return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+
+        request = _pb.DeleteStateRequest(key=key, expected_revision=expected_revision)
+        response = self._invoke(self._stub.DeleteState, request, on_repeat=on_repeat)
+        return response.deleted, _state(response.current)
 
     # --- health ---------------------------------------------------------------
 

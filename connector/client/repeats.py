@@ -78,6 +78,9 @@ def seal_made(description: StreamDescription) -> bool:
 
 def state_written(current: StateValue, expected_revision: int, value: bytes) -> bool:
     """Whether ``current`` is what a compare-and-set of ``value`` at ``expected_revision`` left."""
+    # Exactly the next revision: a later one may be another writer's. (A value stored again
+    # after a deletion goes on from the deleted one's revisions, so the repeat of such a
+    # first write whose answer was lost is not recognised, and reports the refusal.)
     return current.revision == expected_revision + 1 and current.value == value
 
 

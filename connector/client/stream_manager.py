@@ -1,4 +1,4 @@
-"""Creating, describing, scaling and sealing streams."""
+"""Creating, describing, scaling and sealing streams; creating and deleting scopes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import overload
 
 from connector.client.connection import StoreClient
-from connector.errors import AlreadyExistsError, InvalidArgumentError
+from connector.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from connector.model import StreamDescription
 from connector.names import SegmentId, StreamId, validate_name
 
@@ -40,6 +40,21 @@ class StreamManager:
             if not exist_ok:
                 raise
             return self._client.describe_stream(scope, stream)
+
+    def delete_scope(self, scope: str, missing_ok: bool = False) -> None:
+        """Deletes ``scope``, which must be empty; with ``missing_ok`` a missing one is fine.
+
+        Raises:
+            FailedPreconditionError: the scope still has streams (sealed ones
+                too) or reader groups; the error names them.
+            NotFoundError: there is no such scope (unless ``missing_ok``).
+        """
+        validate_name("scope", scope)
+        try:
+            self._client.delete_scope(scope)
+        except NotFoundError:
+            if not missing_ok:
+                raise
 
     def list_scopes(self) -> list[str]:
         """Every scope, sorted."""

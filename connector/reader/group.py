@@ -93,6 +93,28 @@ class ReaderGroupManager:
             raise AlreadyExistsError(msg)
         return ReaderGroup(self._client, scope, group)
 
+    def delete_reader_group(self, scope: str, group: str) -> None:
+        """Deletes ``scope/group``: its state goes, its readers fail on their next update.
+
+        They fail with ReaderGroupResetError, as after a reset; a group
+        created later under the same name starts afresh.
+
+        Raises:
+            NotFoundError: there is no group ``scope/group``.
+            FailedPreconditionError: too many concurrent updates in a row.
+        """
+        key = _state_key(scope, group)
+        for _ in range(_CAS_ATTEMPTS):
+            current = self._client.get_state(key)
+            if current.revision == 0:
+                msg = f"reader group {scope}/{group} does not exist"
+                raise NotFoundError(msg)
+            deleted, _ = self._client.delete_state(key, current.revision)
+            if deleted:
+                return
+        msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
+        raise FailedPreconditionError(msg)
+
     def list_reader_groups(self, scope: str) -> list[str]:
         """The names of the reader groups of ``scope``, sorted (NotFoundError: no such scope)."""
         self._client.list_streams(scope)  # refuses a scope that does not exist, naming it

@@ -7,11 +7,15 @@ under ``readergroup/scope/group``). A right on a scope covers all of them;
 a right on ``*`` covers every scope.
 
 - ``read``: describe and list streams, read segments and their watermarks,
-  take part in a reader group (read and compare-and-set its state, list the
-  scope's groups); listing every scope needs ``read`` on ``*``, since it
+  take part in a reader group (read, compare-and-set and delete its state,
+  list the scope's groups); listing every scope needs ``read`` on ``*``, since it
   names scopes of every tenant;
 - ``write``: append events (and so learn a writer's next event number);
-- ``manage``: create scopes and streams, scale, seal, truncate and delete streams.
+- ``manage``: create and delete scopes, create streams, scale, seal, truncate
+  and delete them.
+
+Deleting a reader group (its state) needs ``read``, as every other change of
+the group's state does: whoever takes part in a group can reset it anyway.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from connector._proto import store_pb2 as _pb
 from connector.errors import InvalidArgumentError
+from connector.names import state_key_scope
 
 __all__ = [
     "ANY_SCOPE",
@@ -64,6 +69,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "ScaleStream": (Right.MANAGE, "scope", "scope"),
     "SealStream": (Right.MANAGE, "scope", "scope"),
     "DeleteStream": (Right.MANAGE, "scope", "scope"),
+    "DeleteScope": (Right.MANAGE, "scope", "scope"),
     "TruncateStream": (Right.MANAGE, "scope", "scope"),
     "DescribeStream": (Right.READ, "scope", "scope"),
     "AppendEvents": (Right.WRITE, "segment", "segment"),
@@ -72,6 +78,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "PlanRead": (Right.READ, "segment", "segment"),
     "GetState": (Right.READ, "key", "state"),
     "CompareAndSetState": (Right.READ, "key", "state"),
+    "DeleteState": (Right.READ, "key", "state"),
     "ListScopes": (Right.READ, "", "every"),
     "ListStreams": (Right.READ, "scope", "scope"),
     "ListStateKeys": (Right.READ, "prefix", "state"),
@@ -94,12 +101,11 @@ def parse_grant(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def scope_of_state_key(key: str) -> str:
-    """The scope a state key belongs to: its second part (``kind/scope/...``).
+    """The scope a state key belongs to (:func:`~connector.names.state_key_scope`).
 
     A key of another shape belongs to no scope, so only a grant on ``*`` covers it.
     """
-    parts = key.split("/")
-    return parts[1] if len(parts) >= 3 and parts[1] else ANY_SCOPE
+    return state_key_scope(key) or ANY_SCOPE
 
 
 def needs_token(method: str) -> bool:

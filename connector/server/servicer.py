@@ -131,6 +131,10 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         await self._change(context, self._store.delete_stream, request.scope, request.stream)
         return _pb.DeleteStreamResponse()
 
+    async def DeleteScope(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        await self._change(context, self._store.delete_scope, request.scope)
+        return _pb.DeleteScopeResponse()
+
     async def AppendEvents(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         with self._metrics.timing(self._metrics.append_seconds):
             result = await self._change(
@@ -269,3 +273,9 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             request.value,
         )
         return _pb.CompareAndSetStateResponse(written=written, current=state_message(current))
+
+    async def DeleteState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        deleted, current = await self._change(
+            context, self._store.delete_state, request.key, request.expected_revision
+        )
+        return _pb.DeleteStateResponse(deleted=deleted, current=state_message(current))

@@ -23,6 +23,8 @@ from connector.store.records import (
     Committed,
     Record,
     ScopeCreated,
+    ScopeDeleted,
+    StateDeleted,
     StateSet,
     StreamCreated,
     StreamDeleted,
@@ -65,6 +67,8 @@ class Catalog:
         # Every live segment by its one spelling: a lookup without parsing (replay does many).
         self._segments: dict[str, Segment] = {}
         self._states: dict[str, tuple[bytes, int]] = {}
+        # The last revision of each deleted state value: a value stored again goes on from it.
+        self._deleted_states: dict[str, int] = {}
         #: True while replaying the journal: a deletion then leaves files alone.
         self.recovering = False
 
@@ -143,6 +147,16 @@ class Catalog:
         with self._lock:
             return self._states.get(key, (b"", 0))
 
+    def next_state_revision(self, key: str) -> int:
+        """The revision the next value stored under ``key`` takes.
+
+        One past the current one, or past the last one of a deleted value, so
+        a revision is never given twice to one key.
+        """
+        with self._lock:
+            stored = self._states.get(key)
+            return (stored[1] if stored else self._deleted_states.get(key, 0)) + 1
+
     def check_room(self, new_segments: int) -> None:
         """Refuses a change that would take the store past its segment limit."""
         limit = self._max_segments
@@ -170,6 +184,8 @@ class Catalog:
                     return self._apply_truncate(record)
                 case ScopeCreated(scope):
                     self._scopes.add(scope)
+                case ScopeDeleted(scope):
+                    self._scopes.discard(scope)
                 case StreamCreated(scope, stream):
                     entry: StreamEntry[Segment] = StreamEntry(scope, stream)
                     self._streams[(scope, stream)] = entry
@@ -188,6 +204,10 @@ class Catalog:
                     self.segment_named(segment).apply_tick(time_ms)
                 case StateSet(key, value, revision):
                     self._states[key] = (value, revision)
+                    self._deleted_states.pop(key, None)
+                case StateDeleted(key, revision):
+                    self._states.pop(key, None)
+                    self._deleted_states[key] = revision
                 case StreamState():
                     self._apply_stream_state(record)
 
@@ -199,6 +219,10 @@ class Catalog:
             records.extend(
                 StateSet(key, value, revision)
                 for key, (value, revision) in sorted(self._states.items())
+            )
+            records.extend(
+                StateDeleted(key, revision)
+                for key, revision in sorted(self._deleted_states.items())
             )
             return records
 

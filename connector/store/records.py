@@ -22,8 +22,10 @@ __all__ = [
     "KeyRange",
     "Record",
     "ScopeCreated",
+    "ScopeDeleted",
     "SegmentSealing",
     "SegmentState",
+    "StateDeleted",
     "StateSet",
     "StreamCreated",
     "StreamDeleted",
@@ -57,6 +59,13 @@ class SegmentSealing:
 @dataclass(frozen=True)
 class ScopeCreated:
     """A scope was created."""
+
+    scope: str
+
+
+@dataclass(frozen=True)
+class ScopeDeleted:
+    """An empty scope was deleted."""
 
     scope: str
 
@@ -149,6 +158,18 @@ class StateSet:
 
 
 @dataclass(frozen=True)
+class StateDeleted:
+    """The value under ``key`` was deleted; ``revision`` was its last (the next set goes on).
+
+    A value stored again under ``key`` takes ``revision + 1``, so a caller
+    still holding a revision of the deleted value never matches the new one.
+    """
+
+    key: str
+    revision: int
+
+
+@dataclass(frozen=True)
 class SegmentState:
     """A segment's whole durable state, as a compacted journal keeps it."""
 
@@ -184,6 +205,7 @@ class StreamState:
 
 Record = (
     ScopeCreated
+    | ScopeDeleted
     | StreamCreated
     | StreamScaled
     | StreamSealed
@@ -192,6 +214,7 @@ Record = (
     | Committed
     | Ticked
     | StateSet
+    | StateDeleted
     | StreamState
 )
 
@@ -201,6 +224,8 @@ def encode(record: Record) -> dict[str, Any]:
     match record:
         case ScopeCreated(scope):
             return {"op": "scope", "scope": scope}
+        case ScopeDeleted(scope):
+            return {"op": "delete_scope", "scope": scope}
         case StreamCreated(scope, stream, time_ms, segments):
             ranges = [[r.number, r.low, r.high] for r in segments]
             encoded = {"op": "stream", "scope": scope, "stream": stream, "t": time_ms}
@@ -238,6 +263,8 @@ def encode(record: Record) -> dict[str, Any]:
         case StateSet(key, value, revision):
             value_text = base64.b64encode(value).decode()
             return {"op": "state", "key": key, "rev": revision, "v": value_text}
+        case StateDeleted(key, revision):
+            return {"op": "delete_state", "key": key, "rev": revision}
         case StreamState(scope, stream, epoch, sealed, segments):
             return {
                 "op": "stream_state",
@@ -260,6 +287,8 @@ def decode(encoded: Mapping[str, Any]) -> Record:
     op = encoded.get("op")
     if op == "scope":
         return ScopeCreated(encoded["scope"])
+    if op == "delete_scope":
+        return ScopeDeleted(encoded["scope"])
     if op == "stream":
         segments = tuple(KeyRange(*r) for r in encoded["segments"])
         return StreamCreated(encoded["scope"], encoded["stream"], encoded["t"], segments)
@@ -295,6 +324,8 @@ def decode(encoded: Mapping[str, Any]) -> Record:
         return Ticked(encoded["seg"], encoded["t"])
     if op == "state":
         return StateSet(encoded["key"], base64.b64decode(encoded["v"]), encoded["rev"])
+    if op == "delete_state":
+        return StateDeleted(encoded["key"], encoded["rev"])
     if op == "stream_state":
         return StreamState(
             encoded["scope"],

@@ -39,7 +39,7 @@ from connector.model import (
     StreamDescription,
     TruncationResult,
 )
-from connector.names import validate_name
+from connector.names import state_key_scope, validate_name
 from connector.store.boundaries import checkpoints
 from connector.store.catalog import Catalog
 from connector.store.compaction import Compaction
@@ -51,6 +51,8 @@ from connector.store.read_plan import plan_read
 from connector.store.records import (
     Committed,
     ScopeCreated,
+    ScopeDeleted,
+    StateDeleted,
     StateSet,
     StreamDeleted,
     Ticked,
@@ -194,6 +196,29 @@ class SegmentStore:
 
         self._sequencer.submit(prepare, barrier=True)
         return self.describe_stream(scope, stream)
+
+    def delete_scope(self, scope: str) -> None:
+        """Deletes an empty scope: no streams, sealed or not, and no state values (reader groups).
+
+        Raises:
+            NotFoundError: the scope does not exist.
+            FailedPreconditionError: the scope still has streams or state
+                values; the error names them.
+        """
+        validate_name("scope", scope)
+
+        def prepare() -> Publish:
+            streams = self._catalog.stream_names(scope)  # NotFoundError: no such scope
+            states = [k for k in self._catalog.state_keys("") if state_key_scope(k) == scope]
+            if streams or states:
+                held = [f"stream {scope}/{s}" for s in streams] + [f"state {k}" for k in states]
+                more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+                shown = ", ".join(held[:5]) + more
+                msg = f"scope {scope!r} is not empty: delete its {shown} first"
+                raise FailedPreconditionError(msg)
+            return self._sequencer.record(ScopeDeleted(scope))
+
+        self._sequencer.submit(prepare, barrier=True)
 
     def delete_stream(self, scope: str, stream: str) -> None:
         """Deletes a sealed stream: its segments, their data files and lineage.
@@ -610,7 +635,32 @@ class SegmentStore:
             _, revision = self._catalog.state(key)
             if revision != expected_revision:
                 return lambda: (False, self.get_state(key))
-            publish = self._sequencer.record(StateSet(key, value, revision + 1))
+            next_revision = self._catalog.next_state_revision(key)
+            publish = self._sequencer.record(StateSet(key, value, next_revision))
+
+            def published() -> tuple[bool, StateValue]:
+                publish()
+                return True, self.get_state(key)
+
+            return published
+
+        return self._sequencer.submit(prepare, barrier=True)
+
+    def delete_state(self, key: str, expected_revision: int) -> tuple[bool, StateValue]:
+        """Deletes the value under ``key`` if its revision is still ``expected_revision``.
+
+        Durable on return. Returns whether it was deleted and the value now
+        stored (revision 0: none). A value stored under ``key`` afterwards
+        (compare-and-set from revision 0) takes a revision above every one the
+        deleted value had.
+        """
+        check_state_key(key)
+
+        def prepare() -> Publish:
+            _, revision = self._catalog.state(key)
+            if revision == 0 or revision != expected_revision:
+                return lambda: (False, self.get_state(key))
+            publish = self._sequencer.record(StateDeleted(key, revision))
 
             def published() -> tuple[bool, StateValue]:
                 publish()

@@ -44,6 +44,12 @@ _SERVICE = "/tidemark.v1.SegmentStore/"
             Need(Right.READ, "iot"),
         ),
         ("GetState", pb.GetStateRequest(key="loose-key"), Need(Right.READ, "*")),
+        ("DeleteScope", pb.DeleteScopeRequest(scope="iot"), Need(Right.MANAGE, "iot")),
+        (
+            "DeleteState",
+            pb.DeleteStateRequest(key="readergroup/iot/g"),
+            Need(Right.READ, "iot"),
+        ),
     ],
 )
 def test_each_call_needs_one_right_on_the_scope_it_touches(method, request_message, need):

@@ -1,0 +1,121 @@
+"""How far a reader group is behind the tails of its segments, in events and in time.
+
+What ``kafka-consumer-groups --describe`` shows per partition (CURRENT-OFFSET,
+LOG-END-OFFSET, LAG), per segment of a group: where the group reads next,
+the segment's tail, the events between them, and how much ingestion time
+they span. The store counts the events (:meth:`StoreClient.plan_read`, or the
+store's own ``plan_read`` on the server), so no event is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from connector.errors import TruncatedError
+from connector.model import PlannedRead
+from connector.reader.membership import GroupRecord
+
+__all__ = ["GroupLag", "Planner", "SegmentLag", "group_lag"]
+
+#: ``plan_read(segment, offset, max_bytes=None)`` of a client or of the store itself.
+Planner = Callable[..., PlannedRead]
+
+
+@dataclass(frozen=True)
+class SegmentLag:
+    """One unfinished segment of a group.
+
+    ``offset``: where the group reads next (a successor not started yet
+    starts at its first readable offset); ``tail``: the segment's end now, or
+    the group's end cut there; ``events``: the events between them;
+    ``lag_ms``: the ingestion time they span, from the watermark the group
+    holds at ``offset`` to the segment's watermark at ``tail`` (0 when the
+    group is there). ``reader``: who holds it, if anyone; ``waiting_for``:
+    the predecessors a successor waits for.
+    """
+
+    segment: str
+    offset: int
+    tail: int
+    events: int
+    lag_ms: int
+    reader: str | None = None
+    waiting_for: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    """A group's lag: per unfinished segment, its sum in events and its largest in time."""
+
+    segments: tuple[SegmentLag, ...]
+
+    @property
+    def events(self) -> int:
+        """Events the group has still to read, over every segment."""
+        return sum(s.events for s in self.segments)
+
+    @property
+    def lag_ms(self) -> int:
+        """The most ingestion time any segment's unread events span (0: caught up)."""
+        return max((s.lag_ms for s in self.segments), default=0)
+
+
+def group_lag(record: GroupRecord, plan: Planner) -> GroupLag:
+    """The lag of the group ``record`` describes, counted by ``plan``.
+
+    A position before a truncation counts from the first readable offset.
+    """
+    state = record.state
+    lags = [
+        _segment_lag(
+            segment,
+            cursor.offset,
+            cursor.watermark,
+            cursor.end,
+            plan,
+            reader=record.assignments.get(segment),
+        )
+        for segment, cursor in sorted(state.cursors.items())
+    ]
+    lags += [
+        _segment_lag(
+            segment,
+            0,
+            waiting.watermark,
+            None,
+            plan,
+            waiting_for=tuple(sorted(waiting.waiting_for)),
+        )
+        for segment, waiting in sorted(state.waiting.items())
+    ]
+    return GroupLag(tuple(lags))
+
+
+def _segment_lag(
+    segment: str,
+    offset: int,
+    watermark: int,
+    end: int | None,
+    plan: Planner,
+    reader: str | None = None,
+    waiting_for: tuple[str, ...] = (),
+) -> SegmentLag:
+    if end is not None and end <= offset:
+        return SegmentLag(segment, offset, end, 0, 0, reader, waiting_for)
+    try:
+        planned = _plan(plan, segment, offset, end)
+    except TruncatedError as error:
+        offset = error.first_offset
+        planned = _plan(plan, segment, offset, end)
+    lag_ms = max(0, planned.watermark - watermark) if planned.events else 0
+    return SegmentLag(
+        segment, offset, planned.next_offset, planned.events, lag_ms, reader, waiting_for
+    )
+
+
+def _plan(plan: Planner, segment: str, offset: int, end: int | None) -> PlannedRead:
+    """The read from ``offset`` to the tail, or to the end cut ``end`` when there is one."""
+    if end is None or end <= offset:
+        return plan(segment, offset)
+    return plan(segment, offset, max_bytes=end - offset)
