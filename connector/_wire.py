@@ -27,3 +27,5 @@ SEALED_SEGMENT_KEY = f"{ERROR_KIND_KEY}-segment"
 SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 #: With TruncatedError: its first readable offset (the segment goes under SEALED_SEGMENT_KEY).
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
+#: With ResourceExhaustedError: which limit the request met (its ``cause``).
+CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"

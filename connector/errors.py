@@ -106,7 +106,17 @@ class TruncatedError(TidemarkError):
 
 
 class ResourceExhaustedError(TidemarkError):
-    """A request exceeds a limit, such as the maximum event size."""
+    """A request exceeds a limit, such as the maximum event size.
+
+    Attributes:
+        cause: which limit, in a word for metrics: ``out_of_disk_space``,
+            ``too_many_open_files``, ``event_too_large``, ``batch_too_large``,
+            ``segment_limit``, ``parked_reads_limit``, or ``limit`` when unknown.
+    """
+
+    def __init__(self, message: str, cause: str = "limit"):
+        super().__init__(message)
+        self.cause = cause
 
 
 class StoreUnavailableError(TidemarkError, ConnectionError):

@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
+    CAUSE_KEY,
     ERROR_KIND_KEY,
     FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
@@ -119,6 +120,8 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
             metadata.get(SEALED_SEGMENT_KEY, ""),
             tuple(successors.split(",")) if successors else (),
         )
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and CAUSE_KEY in metadata:
+        return ResourceExhaustedError(details, cause=metadata[CAUSE_KEY])
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
 
 

@@ -1,14 +1,24 @@
-"""The server's metrics, in Prometheus's format (``prometheus-client``).
+"""The server's metrics, to Prometheus's conventions (``prometheus-client``).
 
 Each server has its own :class:`~prometheus_client.CollectorRegistry`, so two
 servers in one process do not mix their numbers. Counters and histograms are
-updated as calls are answered (by the servicer) and as groups commit (by the
-store, through :class:`~connector.store.StoreObserver`); the gauges of the
-store's state (open segments, journal size, each stream's tail watermark and
-its lag behind the ingestion clock) are read from the store at scrape time.
+updated as calls are answered (the servicer, and :class:`CallMetricsInterceptor`
+for every call) and as groups commit (the store, through
+:class:`~connector.store.StoreObserver`); the gauges of the store's state are
+read from the store at scrape time.
+
+Conventions (Prometheus's naming guide; ``tests/ops/metric_rules.py`` checks
+every metric the server exposes): base units only, so times are
+``_seconds`` and a point in time ``_timestamp_seconds`` since the epoch,
+sizes ``_bytes``; counters end in ``_total``; no ``_created`` series.
 
 Names, all prefixed ``tidemark_``:
 
+- ``requests_total`` {service, method, code}: every unary call answered, by
+  its gRPC status code; ``refused_requests_total`` {cause}: calls refused
+  (``unauthenticated``, ``permission_denied``, ``invalid_argument``, or the
+  limit a ``RESOURCE_EXHAUSTED`` met: ``out_of_disk_space``,
+  ``event_too_large``, ``parked_reads_limit``...).
 - ``appended_events_total``, ``appended_bytes_total`` {stream}: events (and their
   payload bytes) stored; duplicates a writer sent again are not counted.
 - ``append_seconds``, ``read_seconds``: latency of AppendEvents and ReadSegment
@@ -18,23 +28,45 @@ Names, all prefixed ``tidemark_``:
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
 - ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
   a watermark rise (they hold no server thread while they wait).
-- ``stream_tail_watermark_ms`` and ``stream_tail_watermark_lag_ms`` {stream}: the
-  lowest watermark of the stream's open segments, and how far it is behind now.
+- ``stream_tail_watermark_timestamp_seconds`` and
+  ``stream_tail_watermark_lag_seconds`` {stream}: the lowest watermark of the
+  stream's open segments, and how far it is behind the store's clock.
+- ``reader_group_lag_events`` and ``reader_group_lag_seconds`` {group}: per
+  reader group (``scope/group``), the events it has still to read and the
+  most ingestion time they span in one segment (see
+  :mod:`connector.reader.lag`); ``reader_group_watermark_timestamp_seconds``
+  {group}: its group watermark.
 - ``background_task_failed_rounds_total`` {task}: rounds of a background task
   (``idle_ticks``, ``journal_compaction``, ``health``) that failed;
   ``background_task_last_success_timestamp_seconds`` {task}: when its last
   round succeeded (absent before one did); ``background_task_stalled`` {task}:
   1 while it has failed (or one round has run) for longer than its bound.
+
+The HTTP port serves ``/metrics`` and ``/healthz``: 200 ``SERVING`` while
+the store is healthy as the gRPC health service says (it takes writes and no
+background task is stalled), 503 ``NOT_SERVING`` otherwise. The labels name
+every tenant's streams and reader groups, and the port takes no token: let
+only the operators' monitoring reach it.
 """
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from wsgiref.simple_server import WSGIServer
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    make_wsgi_app,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -42,6 +74,12 @@ from prometheus_client.registry import Collector
 from connector.background import TaskStatus
 from connector.clock import Clock
 from connector.errors import TidemarkError
+from connector.ops.call_metrics import CallMetricsInterceptor
+from connector.ops.health import is_serving
+from connector.reader.events import END_OF_TIME
+from connector.reader.group_state import group_watermark
+from connector.reader.lag import group_lag
+from connector.reader.membership import GroupRecord
 from connector.store import Storage, StoreObserver
 
 __all__ = ["StoreMetrics", "stream_of_segment"]
@@ -70,13 +108,13 @@ class _StoreStateCollector(Collector):
         )
         streams = GaugeMetricFamily("tidemark_streams", "Streams in the store.")
         watermark = GaugeMetricFamily(
-            "tidemark_stream_tail_watermark_ms",
-            "Lowest watermark of the stream's open segments (epoch ms, ingestion time).",
+            "tidemark_stream_tail_watermark_timestamp_seconds",
+            "Lowest watermark of the stream's open segments (ingestion time, since the epoch).",
             labels=["stream"],
         )
         lag = GaugeMetricFamily(
-            "tidemark_stream_tail_watermark_lag_ms",
-            "How far the stream's tail watermark is behind the ingestion clock, in ms.",
+            "tidemark_stream_tail_watermark_lag_seconds",
+            "How far the stream's tail watermark is behind the store's clock.",
             labels=["stream"],
         )
         count = 0
@@ -94,8 +132,8 @@ class _StoreStateCollector(Collector):
             count += len(marks)
             if marks:
                 name = f"{scope}/{stream}"
-                watermark.add_metric([name], min(marks))
-                lag.add_metric([name], max(0, now - min(marks)))
+                watermark.add_metric([name], min(marks) / 1000)
+                lag.add_metric([name], max(0, now - min(marks)) / 1000)
         open_segments.add_metric([], count)
         streams.add_metric([], len(ids))
         yield open_segments
@@ -120,6 +158,50 @@ class _StoreStateCollector(Collector):
             "1 while the store takes writes, 0 while it refuses them (full disk, failure).",
             value=1 if store.accepting_writes else 0,
         )
+
+
+#: Where reader groups keep their state (see connector.reader.group).
+_GROUP_PREFIX = "readergroup/"
+
+
+class _ReaderGroupCollector(Collector):
+    """Each reader group's lag and watermark, read from the store when Prometheus scrapes."""
+
+    def __init__(self, store: Storage):
+        self._store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
+        events = GaugeMetricFamily(
+            "tidemark_reader_group_lag_events",
+            "Events the reader group has still to read, over its unfinished segments.",
+            labels=["group"],
+        )
+        seconds = GaugeMetricFamily(
+            "tidemark_reader_group_lag_seconds",
+            "The most ingestion time the group's unread events span in one segment.",
+            labels=["group"],
+        )
+        watermark = GaugeMetricFamily(
+            "tidemark_reader_group_watermark_timestamp_seconds",
+            "The reader group's watermark (ingestion time, since the epoch).",
+            labels=["group"],
+        )
+        store = self._store
+        for key in store.state_keys(_GROUP_PREFIX):
+            name = key.removeprefix(_GROUP_PREFIX)
+            try:
+                record = GroupRecord.from_json(store.get_state(key).value)
+                lag = group_lag(record, store.plan_read)
+            except (TidemarkError, ValueError, KeyError, TypeError):
+                continue  # gone, or its streams deleted, while we looked
+            events.add_metric([name], lag.events)
+            seconds.add_metric([name], lag.lag_ms / 1000)
+            mark = group_watermark(record.state)
+            if 0 <= mark < END_OF_TIME:  # not a time: no segment left
+                watermark.add_metric([name], mark / 1000)
+        yield events
+        yield seconds
+        yield watermark
 
 
 class _BackgroundTaskCollector(Collector):
@@ -180,7 +262,23 @@ class StoreMetrics:
         store: Storage,
         background_tasks: Callable[[], Iterable[TaskStatus]] | None = None,
     ):
+        disable_created_metrics()  # process-wide: no _created series next to any counter
         self.registry = CollectorRegistry()
+        requests = Counter(
+            "tidemark_requests",
+            "Unary calls answered, by service, method and gRPC status code.",
+            ["service", "method", "code"],
+            registry=self.registry,
+        )
+        refusals = Counter(
+            "tidemark_refused_requests",
+            "Calls refused: unauthenticated, permission_denied, invalid_argument, or the limit "
+            "a RESOURCE_EXHAUSTED met.",
+            ["cause"],
+            registry=self.registry,
+        )
+        #: Counts every call; the server's first interceptor.
+        self.interceptor = CallMetricsInterceptor(requests, refusals)
         self.appended_events = Counter(
             "tidemark_appended_events",
             "Events stored (duplicates not counted).",
@@ -215,6 +313,7 @@ class StoreMetrics:
             "tidemark_idle_ticks", "Idle ticks given to segments.", registry=self.registry
         )
         self.registry.register(_StoreStateCollector(store))
+        self.registry.register(_ReaderGroupCollector(store))
         self.registry.register(
             _BackgroundTaskCollector(
                 background_tasks or store.background_status, store.config.clock
@@ -222,6 +321,10 @@ class StoreMetrics:
         )
         ProcessCollector(registry=self.registry)
         store.observer = _Observer(groups, ticks)
+        tasks = background_tasks or store.background_status
+        self._serving = lambda: is_serving(
+            store.accepting_writes, tasks(), store.config.clock.now_ms()
+        )
         self._http: WSGIServer | None = None
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
@@ -240,14 +343,19 @@ class StoreMetrics:
             histogram.observe(time.perf_counter() - start)
 
     def serve(self, listen: str) -> int:
-        """Serves ``/metrics`` over HTTP on ``listen`` (``host:port``, port 0: any free).
+        """Serves ``/metrics`` and ``/healthz`` over HTTP on ``listen`` (``host:port``).
 
-        Returns the port.
+        Port 0: any free one. Returns the port.
         """
         host, _, port = listen.rpartition(":")
-        server, _thread = start_http_server(
-            int(port), addr=host.strip("[]"), registry=self.registry
+        host = host.strip("[]")
+        server_class = _ThreadingWSGIServerV6 if ":" in host else _ThreadingWSGIServer
+        app = _app(make_wsgi_app(self.registry), self._serving)
+        server = make_server(host, int(port), app, server_class, handler_class=_QuietHandler)
+        thread = threading.Thread(
+            target=server.serve_forever, name="tidemark-metrics-http", daemon=True
         )
+        thread.start()
         self._http = server
         return server.server_port
 
@@ -257,3 +365,37 @@ class StoreMetrics:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _ThreadingWSGIServerV6(_ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Logs nothing: a scrape every few seconds is not news."""
+
+
+_TEXT = ("Content-Type", "text/plain; charset=utf-8")
+
+
+def _app(metrics: Any, serving: Callable[[], bool]) -> Any:
+    """The HTTP port: ``/metrics`` (Prometheus), ``/healthz`` (200 or 503), else 404."""
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "/")
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path == "/healthz":
+            healthy = serving()
+            # A fresh header list each time: the WSGI server adds Content-Length to it.
+            start_response("200 OK" if healthy else "503 Service Unavailable", [_TEXT])
+            return [b"SERVING\n" if healthy else b"NOT_SERVING\n"]
+        start_response("404 Not Found", [_TEXT])
+        return [b"not found: this port serves /metrics and /healthz\n"]
+
+    return app

@@ -75,7 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",
-        help="serve Prometheus metrics over HTTP at /metrics there (default: none)",
+        help=(
+            "serve Prometheus metrics at /metrics and health at /healthz over HTTP there, "
+            "without a token: its labels name every tenant's streams, so keep it where only "
+            "monitoring reaches (default: none)"
+        ),
     )
     security = parser.add_argument_group("security")
     security.add_argument("--tls-cert", help="PEM certificate chain: the port speaks TLS only")

@@ -52,7 +52,7 @@ class ParkedReads:
                 f"segment tails, the most one connection may park; read again once one "
                 f"returns, or read without waiting"
             )
-            raise ResourceExhaustedError(msg)
+            raise ResourceExhaustedError(msg, cause="parked_reads_limit")
         woken = asyncio.Event()
         if self._closed:
             woken.set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from connector._wire import (
+    CAUSE_KEY,
     ERROR_KIND_KEY,
     FIRST_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
@@ -51,7 +52,7 @@ def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
 
     Every error sends its class name; a SegmentSealedError also sends its
     segment and successors (comma-separated), a TruncatedError its segment
-    and first readable offset.
+    and first readable offset, a ResourceExhaustedError its cause.
     """
     metadata = ((ERROR_KIND_KEY, type(error).__name__),)
     if isinstance(error, SegmentSealedError):
@@ -64,6 +65,8 @@ def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
             (SEALED_SEGMENT_KEY, error.segment),
             (FIRST_OFFSET_KEY, str(error.first_offset)),
         )
+    if isinstance(error, ResourceExhaustedError):
+        metadata += ((CAUSE_KEY, error.cause),)
     return metadata
 
 

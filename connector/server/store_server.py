@@ -76,8 +76,9 @@ class StoreServer:
     Operations: the port also answers the standard gRPC health service
     (SERVING while the store takes writes and no background task is stalled)
     and server reflection, which need no token; ``metrics_listen``
-    (``host:port``) serves Prometheus metrics over HTTP at ``/metrics``
-    (``metrics_address`` says where, once started).
+    (``host:port``) serves Prometheus metrics over HTTP at ``/metrics``, and
+    the same health at ``/healthz`` (``metrics_address`` says where, once
+    started).
     """
 
     def __init__(
@@ -140,7 +141,11 @@ class StoreServer:
         # The decoding interceptor wraps the token interceptor's handler: the token is
         # checked on the metadata as the call arrives (a refused call's bytes are never
         # decoded), then the request is decoded, then the right is checked on it.
-        interceptors: list[grpc.aio.ServerInterceptor] = [DecodingInterceptor(self.undecodable)]
+        # The call counter is outermost: it sees how every call ended, refusals included.
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            self.metrics.interceptor,
+            DecodingInterceptor(self.undecodable),
+        ]
         if self.tokens is not None:
             interceptors.append(TokenInterceptor(self.tokens))
         self._server = grpc.aio.server(

@@ -165,7 +165,7 @@ class Catalog:
                 f"the store holds {len(self._segments)} segments and its limit is {limit}: "
                 f"{new_segments} more do not fit"
             )
-            raise ResourceExhaustedError(msg)
+            raise ResourceExhaustedError(msg, cause="segment_limit")
 
     def __len__(self) -> int:
         """How many streams there are."""

@@ -55,10 +55,10 @@ def domain_error(error: OSError, what: str, outcome: str = "stored") -> Tidemark
         msg = (
             f"the store is out of disk space: {what} was not {outcome} (retry once space is freed)"
         )
-        return ResourceExhaustedError(msg)
+        return ResourceExhaustedError(msg, cause="out_of_disk_space")
     if error.errno in _OUT_OF_DESCRIPTORS:
         msg = f"the store has too many open files: {what} was not {outcome}"
-        return ResourceExhaustedError(msg)
+        return ResourceExhaustedError(msg, cause="too_many_open_files")
     reason = os.strerror(error.errno) if error.errno else type(error).__name__
     msg = f"the store could not write to disk ({reason}): {what} was not {outcome}"
     return StoreUnavailableError(msg)

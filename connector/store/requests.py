@@ -82,7 +82,7 @@ def check_append(
             f"an append to {segment!r} has {len(events)} events, over the limit of "
             f"{MAX_EVENTS_PER_APPEND} per append: send smaller batches"
         )
-        raise ResourceExhaustedError(msg)
+        raise ResourceExhaustedError(msg, cause="batch_too_large")
     if routing_keys and len(routing_keys) != len(events):
         msg = (
             f"an append to {segment!r} has {len(routing_keys)} routing keys for "
@@ -99,7 +99,7 @@ def check_append(
                 f"event {position} of the batch to {segment!r} has {len(event)} bytes, "
                 f"over the limit of {max_event_size}"
             )
-            raise ResourceExhaustedError(msg)
+            raise ResourceExhaustedError(msg, cause="event_too_large")
 
 
 def duplicates_in_batch(

@@ -77,6 +77,10 @@ class Storage(Protocol):
         """Deletes a sealed stream; then every call naming it fails with NOT_FOUND."""
         ...
 
+    def delete_scope(self, scope: str) -> None:
+        """Deletes an empty scope; FailedPreconditionError naming its streams or state values."""
+        ...
+
     def truncate_stream(self, scope: str, stream: str, cut: Mapping[int, int]) -> TruncationResult:
         """Truncates the stream at ``cut`` (segment number -> offset): data before it goes."""
         ...
@@ -164,6 +168,14 @@ class Storage(Protocol):
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, StateValue]:
         """Stores ``value`` if the revision is still ``expected_revision``; durable on return."""
+        ...
+
+    def delete_state(self, key: str, expected_revision: int) -> tuple[bool, StateValue]:
+        """Deletes the value if its revision is still ``expected_revision``; durable on return.
+
+        A value stored again under ``key`` takes a revision above every one
+        the deleted value had.
+        """
         ...
 
     # --- idle segments and operations ---------------------------------------------

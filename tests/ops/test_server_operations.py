@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import pathlib
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,7 +24,7 @@ from connector.ops.health import STORE_SERVICE
 from connector.server import StoreServer
 from connector.store import StoreConfig
 from tests.conftest import CLOCK_START_MS, wait_until
-from tests.probes import NOT_SERVING, SERVING, health_of, scrape
+from tests.probes import NOT_SERVING, SERVING, health_of, metrics_address, scrape
 
 
 @pytest.fixture
@@ -71,13 +73,16 @@ def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualC
         ) in samples
     assert ("tidemark_background_task_stalled", (("task", "idle_ticks"),)) not in samples
     now = CLOCK_START_MS + 60_000
-    # The idle tick put every open segment's watermark just before now.
-    watermark = samples[("tidemark_stream_tail_watermark_ms", s)]
-    assert now - 10 <= watermark <= now
-    assert samples[("tidemark_stream_tail_watermark_lag_ms", s)] == now - watermark
+    # The idle tick put every open segment's watermark just before now: in seconds.
+    watermark = samples[("tidemark_stream_tail_watermark_timestamp_seconds", s)]
+    assert (now - 10) / 1000 <= watermark <= now / 1000
+    lag = samples[("tidemark_stream_tail_watermark_lag_seconds", s)]
+    assert lag == pytest.approx(now / 1000 - watermark, abs=1e-6)
     clock.advance(5_000)
     later = scrape(metered.metrics_address)
-    assert later[("tidemark_stream_tail_watermark_lag_ms", s)] == now + 5_000 - watermark
+    assert later[("tidemark_stream_tail_watermark_lag_seconds", s)] == pytest.approx(
+        lag + 5, abs=1e-6
+    )
 
 
 def test_health_and_reflection_answer_without_a_token(store_server: StoreServer) -> None:
@@ -107,6 +112,7 @@ def test_health_is_not_serving_while_the_disk_is_full(
     small_disk: pathlib.Path, spawn_server
 ) -> None:
     server = spawn_server(small_disk / "data", "--metrics-listen", "127.0.0.1:0")
+    metrics = metrics_address(server)
     with (
         StoreClient(server.uri, retry_timeout_s=2.0) as client,
         grpc.insecure_channel(server.address) as channel,
@@ -128,10 +134,21 @@ def test_health_is_not_serving_while_the_disk_is_full(
         assert health_of(channel) == NOT_SERVING
         refused = CliRunner().invoke(cli, ["health", "--uri", server.uri])
         assert refused.exit_code == 5 and "is NOT_SERVING" in refused.stderr
+        assert healthz(metrics) == (503, "NOT_SERVING\n")  # the metrics port says the same
         filler.unlink()
         client.append("r/s/0", "w", number, [b"after"])
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once space returns")
         assert health_of(channel, STORE_SERVICE) == SERVING
+        assert healthz(metrics) == (200, "SERVING\n")
+
+
+def healthz(address: str) -> tuple[int, str]:
+    """The metrics port's ``/healthz``: its status code and body."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 def test_the_parked_reads_gauge_counts_reads_waiting_at_a_tail(metered: StoreServer) -> None:

@@ -1,0 +1,205 @@
+"""The server's metrics through an HTTP scrape: Prometheus's conventions, calls, refusals, lag."""
+
+from __future__ import annotations
+
+import pathlib
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from connector import BytesSerializer, StoreClient, StreamManager
+from connector.clock import ManualClock
+from connector.errors import (
+    InvalidArgumentError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+)
+from connector.reader.group import ReaderGroupManager
+from connector.security import ClientCredentials, TokenTable, token_entry
+from connector.server import StoreServer
+from connector.store import StoreConfig
+from tests.conftest import CLOCK_START_MS
+from tests.ops.metric_rules import naming_violations
+from tests.probes import scrape
+
+STORE = "tidemark.v1.SegmentStore"
+
+
+@pytest.fixture
+def tokens(tmp_path: pathlib.Path) -> dict[str, ClientCredentials]:
+    grants = {"admin": {"*": ["read", "write", "manage"]}, "reader": {"iot": ["read"]}}
+    entries = []
+    credentials = {}
+    for holder, rights in grants.items():
+        secret = f"{holder}-token-" + "t" * 40
+        (tmp_path / f"{holder}.token").write_text(secret)
+        entries.append(token_entry(holder, secret, rights))
+        credentials[holder] = ClientCredentials(token_file=str(tmp_path / f"{holder}.token"))
+    (tmp_path / "tokens.toml").write_text("\n".join(entries))
+    return credentials
+
+
+@pytest.fixture
+def server(
+    data_dir: pathlib.Path, clock: ManualClock, tmp_path: pathlib.Path, tokens
+) -> Iterator[StoreServer]:
+    config = StoreConfig(
+        data_dir=str(data_dir), clock=clock, polling_period_ms=None, max_event_size=64
+    )
+    server = StoreServer(
+        config, tokens=TokenTable(tmp_path / "tokens.toml"), metrics_listen="127.0.0.1:0"
+    ).start()
+    yield server
+    server.stop(grace_s=0.5)
+
+
+def exposition(address: str, path: str = "/metrics") -> str:
+    with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as response:
+        return response.read().decode()
+
+
+def run_a_workload_that_touches_every_metric(
+    server: StoreServer, tokens: dict[str, ClientCredentials], clock: ManualClock
+) -> None:
+    with StoreClient(server.uri, credentials=tokens["admin"], retry_timeout_s=2) as admin:
+        StreamManager(admin).create_scope("iot")
+        admin.create_stream("iot", "s", 2)
+        ReaderGroupManager(admin).create_reader_group("iot", "g", ["iot/s"])
+        clock.advance(1_000)
+        admin.append("iot/s/0", "w", 0, [b"a", b"b", b"c"])
+        clock.advance(2_000)
+        admin.append("iot/s/1", "w", 0, [b"d"])
+        admin.read("iot/s/0", 0)
+        with pytest.raises(ResourceExhaustedError):
+            admin.append("iot/s/0", "w", 3, [b"x" * 65])
+        with pytest.raises(InvalidArgumentError):
+            admin.read("iot/s/0", 1)  # not an event boundary
+    with StoreClient(server.uri, retry_timeout_s=2) as anonymous:
+        with pytest.raises(UnauthenticatedError):
+            anonymous.list_scopes()
+    with StoreClient(server.uri, credentials=tokens["reader"], retry_timeout_s=2) as reader:
+        with pytest.raises(PermissionDeniedError):
+            reader.append("iot/s/0", "w2", 0, [b"e"])
+    server.store.advance_idle_segments()
+
+
+def test_every_metric_the_server_exposes_follows_prometheus_conventions(
+    server: StoreServer, tokens, clock: ManualClock
+) -> None:
+    run_a_workload_that_touches_every_metric(server, tokens, clock)
+    assert server.metrics_address is not None
+    text = exposition(server.metrics_address)
+    assert naming_violations(text) == []
+    assert "_created" not in text
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    # The rules were checked on these too (each has samples after the workload).
+    assert {
+        "tidemark_requests_total",
+        "tidemark_refused_requests_total",
+        "tidemark_stream_tail_watermark_timestamp_seconds",
+        "tidemark_stream_tail_watermark_lag_seconds",
+        "tidemark_reader_group_lag_events",
+        "tidemark_reader_group_lag_seconds",
+        "tidemark_reader_group_watermark_timestamp_seconds",
+        "tidemark_background_task_last_success_timestamp_seconds",
+    } <= families
+
+
+def test_the_naming_rules_catch_what_breaks_them() -> None:
+    bad = "\n".join(
+        [
+            "# HELP tidemark_lag_ms A lag in ms.",
+            "# TYPE tidemark_lag_ms gauge",
+            "tidemark_lag_ms 5.0",
+            "# HELP tidemark_calls Calls.",
+            "# TYPE tidemark_calls counter",
+            "tidemark_calls_total 1.0",
+            "tidemark_calls_created 1.7e9",
+            "# HELP tidemark_wm_timestamp_seconds When.",
+            "# TYPE tidemark_wm_timestamp_seconds gauge",
+            "tidemark_wm_timestamp_seconds 1.7e12",
+            "# HELP other_thing A foreign name.",
+            "# TYPE other_thing gauge",
+            "other_thing 1.0",
+            "# HELP tidemark_stream_watermark The watermark.",
+            "# TYPE tidemark_stream_watermark gauge",
+            "tidemark_stream_watermark 1.0",
+            "",
+        ]
+    )
+    found = "\n".join(naming_violations(bad))
+    for expected in (
+        "tidemark_lag_ms: a unit other than a base unit",
+        "tidemark_calls_created: a _created series",
+        "tidemark_wm_timestamp_seconds: 1700000000000.0 is milliseconds",
+        "other_thing: not prefixed tidemark_",
+        "tidemark_stream_watermark: a watermark is a _timestamp_seconds",
+    ):
+        assert expected in found, found
+
+
+def test_calls_are_counted_by_method_and_code_and_refusals_by_cause(
+    server: StoreServer, tokens, clock: ManualClock
+) -> None:
+    run_a_workload_that_touches_every_metric(server, tokens, clock)
+    samples = scrape(server.metrics_address)
+
+    def calls(method: str, code: str) -> float:
+        key = (("code", code), ("method", method), ("service", STORE))
+        return samples.get(("tidemark_requests_total", key), 0)
+
+    assert calls("AppendEvents", "OK") == 2
+    assert calls("AppendEvents", "RESOURCE_EXHAUSTED") == 1
+    assert calls("AppendEvents", "PERMISSION_DENIED") == 1
+    assert calls("ListScopes", "UNAUTHENTICATED") == 1
+    assert calls("ReadSegment", "OK") == 1 and calls("ReadSegment", "INVALID_ARGUMENT") == 1
+    assert calls("CreateScope", "OK") == 1
+    refusals = {
+        dict(labels)["cause"]: value
+        for (name, labels), value in samples.items()
+        if name == "tidemark_refused_requests_total"
+    }
+    assert refusals == {
+        "unauthenticated": 1,
+        "permission_denied": 1,
+        "event_too_large": 1,
+        "invalid_argument": 1,
+    }
+
+
+def test_each_reader_group_reports_its_lag_in_events_and_seconds(
+    server: StoreServer, tokens, clock: ManualClock
+) -> None:
+    run_a_workload_that_touches_every_metric(server, tokens, clock)
+    group = (("group", "iot/g"),)
+    samples = scrape(server.metrics_address)
+    assert samples[("tidemark_reader_group_lag_events", group)] == 4
+    # Segment 0's unread events span from its creation (the group's watermark there) to the
+    # watermark after its last event: 1 s; segment 1's: 3 s, the most.
+    assert samples[("tidemark_reader_group_lag_seconds", group)] == 3.0
+    assert samples[("tidemark_reader_group_watermark_timestamp_seconds", group)] == (
+        (CLOCK_START_MS - 1) / 1000
+    )
+
+    with StoreClient(server.uri, credentials=tokens["admin"], retry_timeout_s=2) as admin:
+        handle = ReaderGroupManager(admin).get_reader_group("iot", "g")
+        with handle.create_reader("r1", BytesSerializer(), sync_interval_ms=0) as reader:
+            read = 0
+            for _ in range(200):  # bounded
+                read += reader.read_next_event(timeout_ms=50) is not None
+                if read == 4:
+                    break
+    caught_up = scrape(server.metrics_address)
+    assert caught_up[("tidemark_reader_group_lag_events", group)] == 0
+    assert caught_up[("tidemark_reader_group_lag_seconds", group)] == 0
+
+
+def test_healthz_says_serving_and_other_paths_are_not_found(server: StoreServer) -> None:
+    assert server.metrics_address is not None
+    assert exposition(server.metrics_address, "/healthz") == "SERVING\n"
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        exposition(server.metrics_address, "/nope")
+    assert missing.value.code == 404
