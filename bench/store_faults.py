@@ -30,7 +30,7 @@ the middle of it.
 
 Fuzz: ``--fuzz-seeds`` runs of ``--fuzz-calls`` seeded random and adversarial
 calls of every RPC against a fresh server process each, every second one with
-bearer tokens (``tests/store/rpc_fuzz.py``, whose short run is in ``make
+bearer tokens (``tests/faults/rpc_fuzz.py``, whose short run is in ``make
 test``): no UNKNOWN or INTERNAL status, one-line short messages without paths,
 the server up after every burst, nothing written outside the data dir, data
 stored before the fuzz byte-identical after it and after a restart.
@@ -59,7 +59,7 @@ from connector.framing import iter_frames  # noqa: E402
 from connector.reader.planning import SegmentRange, read_range  # noqa: E402
 from connector.store import SegmentStore, StoreConfig  # noqa: E402
 from connector.store.journal import Journal  # noqa: E402
-from tests.store.rpc_fuzz import fuzz_server  # noqa: E402
+from tests.faults.rpc_fuzz import fuzz_server  # noqa: E402
 
 _DAY_MS = 86_400_000
 

@@ -18,7 +18,9 @@ from connector import EventWriter, StoreClient, StreamManager
 from connector.client.serializers import BytesSerializer
 from connector.errors import DuplicateEventNumbersError, StoreUnavailableError
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
-from tests.store import payloads
+from tests.store import payloads, read_frames
+
+pytestmark = pytest.mark.slow
 
 SEGMENT = "f/s/0"
 
@@ -29,6 +31,7 @@ def server(tmp_path, spawn_server):
     with StoreClient(server.uri) as client:
         StreamManager(client).create_scope("f")
         StreamManager(client).create_stream("f", "s", segment_count=1)
+        StreamManager(client).create_stream("f", "two", segment_count=2)
     return server
 
 
@@ -125,3 +128,138 @@ def test_a_discarded_batch_arriving_late_is_stored_only_before_the_next_batch(
         assert payloads(direct, SEGMENT) == [b"0", b"3", b"4"]
     else:
         assert payloads(direct, SEGMENT) == [b"0", b"1", b"2", b"3", b"4"]
+
+
+# --- every way a call is lost, every way the writer goes on ----------------------------
+
+LOSSES = list(Loss)
+KEYS = ["a", "b", "c", "d"]
+
+
+class _Events:
+    """Numbered events of :data:`KEYS` written to stream f/two, and what was written."""
+
+    def __init__(self, writer: EventWriter[bytes]):
+        self.writer = writer
+        self.count = 0
+
+    def write(self, tag: str, count: int = 12) -> list[tuple[str, bytes]]:
+        written = []
+        for _ in range(count):
+            key = KEYS[self.count % len(KEYS)]
+            written.append((key, f"{tag}-{self.count}".encode()))
+            self.writer.write_event(written[-1][1], routing_key=key)
+            self.count += 1
+        return written
+
+
+def _by_key(events: list[tuple[str, bytes]]) -> dict[str, list[bytes]]:
+    found: dict[str, list[bytes]] = {}
+    for key, payload in events:
+        found.setdefault(key, []).append(payload)
+    return found
+
+
+def _stored(direct: StoreClient) -> dict[str, list[bytes]]:
+    """Every event of stream f/two by routing key, in stored order."""
+    segments = [s.segment for s in direct.describe_stream("f", "two").segments]
+    return _by_key(
+        [(frame.routing_key, frame.payload) for s in segments for frame in read_frames(direct, s)]
+    )
+
+
+def _release_late_copies(proxy: AnswerDroppingProxy, wait_until) -> None:
+    proxy.release()
+    held = proxy.dropped.count("AppendEvents")
+    wait_until(lambda: len(proxy.delivered_late) == held, timeout=30, what="the late copies")
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=[loss.value for loss in LOSSES])
+def test_a_lost_append_is_resent_by_the_client_and_stored_once(proxied, direct, wait_until, loss):
+    client, proxy = proxied(retry_timeout_s=10.0, call_timeout_s=0.5)
+    events = _Events(EventWriter(client, "f/two", BytesSerializer()))
+    written = events.write("before")
+    events.writer.flush()
+    proxy.lose("AppendEvents", times=1, loss=loss)
+    written += events.write("lost")
+    events.writer.flush()  # resent within the client's retry budget
+    assert proxy.dropped == ["AppendEvents"]
+    if loss is Loss.HELD:
+        _release_late_copies(proxy, wait_until)  # the first copy arrives after its resend
+    events.writer.close()
+    assert _stored(direct) == _by_key(written)
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=[loss.value for loss in LOSSES])
+def test_a_flush_that_failed_is_retried_by_the_next_flush_and_stored_once(
+    proxied, direct, wait_until, loss
+):
+    client, proxy = proxied(retry_timeout_s=1.0, call_timeout_s=0.5)
+    events = _Events(EventWriter(client, "f/two", BytesSerializer()))
+    written = events.write("before")
+    events.writer.flush()
+    proxy.lose("AppendEvents", times=None, loss=loss)
+    batch = events.write("lost")
+    with pytest.raises(StoreUnavailableError):
+        events.writer.flush()
+    assert events.writer.pending_events == len(batch)
+    proxy.heal()
+    if loss is Loss.HELD:
+        _release_late_copies(proxy, wait_until)  # stored before the next flush resends them
+    events.writer.flush()
+    written += batch + events.write("after")
+    events.writer.close()
+    assert _stored(direct) == _by_key(written)
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=[loss.value for loss in LOSSES])
+def test_after_discard_pending_the_next_events_are_stored_once_and_the_dropped_at_most_once(
+    proxied, direct, wait_until, loss
+):
+    client, proxy = proxied(retry_timeout_s=1.0, call_timeout_s=0.5)
+    events = _Events(EventWriter(client, "f/two", BytesSerializer()))
+    written = events.write("before")
+    events.writer.flush()
+    proxy.lose("AppendEvents", times=None, loss=loss)
+    dropped = events.write("dropped")
+    with pytest.raises(StoreUnavailableError):
+        events.writer.flush()
+    assert events.writer.discard_pending() == len(dropped)
+    proxy.heal()
+    after = events.write("after")
+    events.writer.flush()
+    if loss is Loss.HELD:
+        _release_late_copies(proxy, wait_until)  # too late: the next batches fenced them off
+    events.writer.close()
+    stored, before, lost, later = (
+        _stored(direct),
+        _by_key(written),
+        _by_key(dropped),
+        _by_key(after),
+    )
+    # Per key: the dropped events are there once, in place, or not at all (a batch is
+    # stored whole or not; flush() stops at the first batch it could not send).
+    kept = {key for key in KEYS if stored[key] == before[key] + lost[key] + later[key]}
+    assert {key for key in KEYS if stored[key] == before[key] + later[key]} == set(KEYS) - kept
+    # The lost answers' changes were made; the lost requests and late copies never were.
+    assert bool(kept) == (loss in (Loss.ANSWER, Loss.CONNECTION))
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=[loss.value for loss in LOSSES])
+def test_a_close_that_failed_keeps_the_events_and_the_next_close_stores_them_once(
+    proxied, direct, wait_until, loss
+):
+    client, proxy = proxied(retry_timeout_s=1.0, call_timeout_s=0.5)
+    events = _Events(EventWriter(client, "f/two", BytesSerializer()))
+    written = events.write("before")
+    events.writer.flush()
+    proxy.lose("AppendEvents", times=None, loss=loss)
+    written += events.write("lost")
+    with pytest.raises(StoreUnavailableError):
+        events.writer.close()
+    proxy.heal()
+    events.writer.close()
+    events.writer.close()  # closing twice is harmless
+    if loss is Loss.HELD:
+        _release_late_copies(proxy, wait_until)  # after the resend: duplicates, skipped
+    assert _stored(direct) == _by_key(written)

@@ -6,7 +6,9 @@ and alias-like names such as ``"+1"``, ``"1_0"`` or ``"٣"``, offsets inside
 events, oversized batches, random bytes as events, unknown segments), mixed
 with valid calls on streams it creates, so that the server's deeper paths
 (reads of real data at non-boundary offsets, scales of written segments,
-compare-and-set on stored values) are reached too. Every answer is checked
+compare-and-set on stored values) are reached too. One call in twenty sends
+bytes that do not decode as the RPC's request (random, truncated, corrupted,
+nested past protobuf's limit) instead of a message. Every answer is checked
 by :meth:`RpcFuzzer.check_answer`: no status is ``UNKNOWN`` or ``INTERNAL``,
 and an error's message is one line, short, without the server's data dir
 and without any long field value quoted whole.
@@ -63,7 +65,12 @@ _OTHER_TOKENS = (
     ((TOKEN_METADATA_KEY, f"Bearer {READER_TOKEN}"),),
     ((TOKEN_METADATA_KEY, "Bearer not-a-token"),),
     ((TOKEN_METADATA_KEY, "Basic " + "x" * 200),),
+    ((TOKEN_METADATA_KEY, "Bearer " + "x" * 20_000),),
+    (("x-fuzz", "no token at all"),),
 )
+#: The request of issue 21's finding 3: a string field of bytes that are not UTF-8, then a
+#: truncated tag.
+UNDECODABLE = b"\x0a\x02\xff\xfe\xff"
 
 _SERVICE = pb.DESCRIPTOR.services_by_name["SegmentStore"]
 #: Every RPC of the SegmentStore service: the fuzz calls them all. Those without a request
@@ -71,12 +78,15 @@ _SERVICE = pb.DESCRIPTOR.services_by_name["SegmentStore"]
 RPCS = tuple(method.name for method in _SERVICE.methods)
 
 _FORBIDDEN_CODES = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
+#: What bytes that do not decode may get: refused as such, or for want of a valid token first.
+_UNDECODABLE_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED)
 #: The longest status message the server may send (it cuts at 1,000 characters).
 _MAX_DETAILS = 1_100
 #: A field value this long must never appear whole in a message.
 _LONG_VALUE = 300
 
-_I64 = (0, 1, -1, 2**63 - 1, -(2**63), 2**31, -(2**31) - 1, 2**53 + 1)
+_I64_MAX = 2**63 - 1
+_I64 = (0, 1, -1, _I64_MAX, -(2**63), 2**31, -(2**31) - 1, 2**53 + 1)
 _I32 = (0, 1, -1, 2**31 - 1, -(2**31), 2, 64, 65, 1_000_000)
 _ALIAS_NUMBERS = ("+1", "1_0", "٣", "²", "007", "-0", "-1", " 1", "1 ", "1e3", "0x1", "１")
 _BAD_NAMES = (
@@ -112,12 +122,15 @@ class FuzzStats:
     """What a fuzz run sent and what came back."""
 
     calls: int = 0
+    #: Calls whose bytes did not decode as their request.
+    undecodable: int = 0
     by_rpc: Counter[str] = field(default_factory=Counter)
     by_code: Counter[str] = field(default_factory=Counter)
 
     def merge(self, other: FuzzStats) -> None:
         """Adds ``other``'s counts to these."""
         self.calls += other.calls
+        self.undecodable += other.undecodable
         self.by_rpc.update(other.by_rpc)
         self.by_code.update(other.by_code)
 
@@ -137,6 +150,8 @@ class _Known:
 class RpcFuzzer:
     """Sends seeded random and adversarial calls of every RPC through ``stub``.
 
+    With a ``channel``, one call in twenty sends bytes that do not decode instead.
+
     ``forbidden`` are strings no error message may contain (the server's data
     dir). ``kept_segments`` may be read but are never written to, scaled,
     sealed or deleted by a valid call.
@@ -146,12 +161,15 @@ class RpcFuzzer:
         self,
         stub: store_pb2_grpc.SegmentStoreStub,
         seed: int,
+        channel: grpc.Channel | None = None,
         forbidden: Sequence[str] = (),
         kept_segments: Sequence[str] = (),
         timeout_s: float = 30.0,
         other_tokens: bool = False,
     ):
         self.stub = stub
+        #: Where bytes that do not decode are sent (None: never).
+        self.channel = channel
         self.seed = seed
         self.rng = random.Random(seed)
         self.forbidden = tuple(forbidden)
@@ -182,12 +200,15 @@ class RpcFuzzer:
             rpc = self.rng.choice(RPCS)
             make = getattr(self, "_" + rpc, None)
             request = make() if make is not None else self._request_by_type(rpc)
+            if self.channel is not None and self._chance(0.05):
+                request = self._undecodable(request)
             try:
                 code = self._send(rpc, request)
             except FuzzFailure as failure:
                 self.failures.append(str(failure))
                 code = "BROKE A RULE"
             stats.calls += 1
+            stats.undecodable += isinstance(request, bytes)
             stats.by_rpc[rpc] += 1
             stats.by_code[code] += 1
         self.stats.merge(stats)
@@ -198,12 +219,44 @@ class RpcFuzzer:
         call_number = self._sent
         try:
             metadata = self._metadata_for_call()
+            if isinstance(request, bytes):
+                return self._send_undecodable(rpc, request, metadata, call_number)
             response = getattr(self.stub, rpc)(request, timeout=self.timeout_s, metadata=metadata)
         except grpc.RpcError as error:
             self.check_answer(rpc, request, error.code(), error.details() or "", call_number)
             return error.code().name
         self._learn(rpc, request, response)
         return "OK"
+
+    def _send_undecodable(self, rpc: str, request: bytes, metadata: Any, call_number: int) -> str:
+        """Sends bytes that do not decode: refused INVALID_ARGUMENT (UNAUTHENTICATED first)."""
+        assert self.channel is not None
+        path = f"/{_SERVICE.full_name}/{rpc}"
+        try:
+            self.channel.unary_unary(path)(request, timeout=self.timeout_s, metadata=metadata)
+        except grpc.RpcError as error:
+            self.check_answer(rpc, request, error.code(), error.details() or "", call_number)
+            if error.code() in _UNDECODABLE_CODES:
+                return error.code().name
+            code = error.code().name
+        else:
+            code = "OK"
+        msg = f"seed {self.seed}, call {call_number}: {rpc} answered undecodable bytes {code}"
+        raise FuzzFailure(msg)
+
+    def _undecodable(self, request: Any) -> bytes:
+        """Bytes that do not decode as ``request``'s type."""
+        valid = request.SerializeToString()
+        roll = self.rng.random()
+        if roll < 0.3 or not valid:
+            return UNDECODABLE
+        if roll < 0.5:  # a length-delimited field running past the end
+            return valid + b"\x0a" + bytes([self.rng.randrange(5, 120)]) + b"x"
+        if roll < 0.7:  # a truncated varint
+            return valid + b"\x08" + b"\xff" * self.rng.randrange(1, 9)
+        if roll < 0.85:  # groups nested past protobuf's recursion limit
+            return b"\x0b" * self.rng.choice((101, 1_000, 100_000))
+        return b"\x0f" + self.rng.randbytes(self.rng.choice((1, 10, 200)))  # an end-group tag
 
     def _metadata_for_call(self) -> Any:
         if not self._other_tokens or self._chance(0.75):
@@ -506,7 +559,9 @@ class RpcFuzzer:
         discarded_from = (
             None
             if roll < 0.7
-            else self.rng.choice((expected, 0, first, first + 1, expected - 1, *_I64))
+            else min(
+                self.rng.choice((expected, 0, first, first + 1, expected - 1, *_I64)), _I64_MAX
+            )
         )
         return pb.AppendRequest(
             segment=segment,
@@ -561,6 +616,8 @@ _KEPT = KEPT_SCOPE
 def _long_values(request: Any) -> list[str]:
     """The string fields of ``request`` (repeated ones too) longer than :data:`_LONG_VALUE`."""
     values: list[str] = []
+    if isinstance(request, bytes):
+        return values
     for _, value in request.ListFields():
         items = [value] if isinstance(value, str) else value if isinstance(value, Sequence) else ()
         values += [v for v in items if isinstance(v, str) and len(v) > _LONG_VALUE]
@@ -706,6 +763,7 @@ def fuzz_server(
         fuzzer = RpcFuzzer(
             target.stub,
             seed,
+            channel=target.channel,
             forbidden=[str(target.data_dir), str(work)],
             kept_segments=kept_segments,
             other_tokens=tokens,

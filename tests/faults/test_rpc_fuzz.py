@@ -1,4 +1,8 @@
-"""A seeded fuzz of every RPC against a real server process (longer: bench/store_faults.py)."""
+"""A seeded fuzz of every RPC against a real server process (longer: bench/store_faults.py).
+
+Valid, adversarial and undecodable requests, with and without bearer tokens:
+no answer may be UNKNOWN or INTERNAL, nor the server's log hold a traceback.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from connector._wire import GRPC_OPTIONS
 from connector.security import TokenTable, token_entry
 from connector.server import StoreServer
 from connector.store import StoreConfig
-from tests.store.rpc_fuzz import KEPT_SCOPE, READER_TOKEN, RPCS, FuzzReport, RpcFuzzer, fuzz_server
+from tests.faults.rpc_fuzz import KEPT_SCOPE, READER_TOKEN, RPCS, FuzzReport, RpcFuzzer, fuzz_server
 
 SEED = 20261123
 BURSTS = 15
@@ -36,6 +40,7 @@ def _assert_clean(report: FuzzReport) -> None:
     assert report.problems == [], "\n".join(report.problems)
     stats = report.stats
     assert stats.calls >= 4 * CALLS_PER_BURST
+    assert stats.undecodable >= stats.calls // 40, f"too few undecodable calls: {stats}"
     assert set(stats.by_rpc) == set(RPCS), f"some RPCs were never called: {stats.by_rpc}"
     assert stats.by_code["OK"] > stats.calls // 10, f"too few valid calls: {stats.by_code}"
 
