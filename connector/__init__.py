@@ -3,20 +3,31 @@
 The store (:mod:`connector.store`) stamps every write with an ingestion clock
 and keeps a watermark index per segment; the server (:mod:`connector.server`)
 serves it over gRPC; the client (:mod:`connector.client`) writes and reads.
+
+The names below are imported on first use, so importing a part of the
+package (``python -m connector.server``, the ``tidemarkctl`` command) does
+not import gRPC before that part has set it up.
 """
 
-from connector.client import (
-    BytesSerializer,
-    EventWriter,
-    JsonSerializer,
-    StoreClient,
-    StreamManager,
-    StringSerializer,
-    WriterConfig,
-)
-from connector.clock import Clock, ManualClock, SystemClock
-from connector.errors import TidemarkError
-from connector.names import SegmentId, StreamId
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from connector.client import (
+        BytesSerializer,
+        EventWriter,
+        JsonSerializer,
+        StoreClient,
+        StreamManager,
+        StringSerializer,
+        WriterConfig,
+    )
+    from connector.clock import Clock, ManualClock, SystemClock
+    from connector.embedded import embedded_store
+    from connector.errors import TidemarkError
+    from connector.names import SegmentId, StreamId
 
 __all__ = [
     "BytesSerializer",
@@ -35,12 +46,32 @@ __all__ = [
     "embedded_store",
 ]
 
+#: Where each name of ``__all__`` lives.
+_HOMES = {
+    **dict.fromkeys(
+        [
+            "BytesSerializer",
+            "EventWriter",
+            "JsonSerializer",
+            "StoreClient",
+            "StreamManager",
+            "StringSerializer",
+            "WriterConfig",
+        ],
+        "connector.client",
+    ),
+    **dict.fromkeys(["Clock", "ManualClock", "SystemClock"], "connector.clock"),
+    "embedded_store": "connector.embedded",
+    "TidemarkError": "connector.errors",
+    **dict.fromkeys(["SegmentId", "StreamId"], "connector.names"),
+}
+
 
 def __getattr__(name: str) -> object:
-    # Imported on first use: `python -m connector.server` must not import the server twice.
-    if name == "embedded_store":
-        from connector.embedded import embedded_store
-
-        return embedded_store
-    msg = f"module 'connector' has no attribute {name!r}"
-    raise AttributeError(msg)
+    home = _HOMES.get(name)
+    if home is None:
+        msg = f"module 'connector' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -127,8 +127,9 @@ def failure_of(error: TidemarkError, uri: str) -> Failure:
     """The failure a domain error ends a command with: its first line and its exit code."""
     code = next((c for t, c in EXIT_CODES if isinstance(error, t)), 1)
     message = str(error).splitlines()[0] if str(error) else type(error).__name__
-    if isinstance(error, StoreUnavailableError):
-        message = f"store {uri.partition('?')[0]!r} unavailable: {message}"
+    base = uri.partition("?")[0]
+    if isinstance(error, StoreUnavailableError) and repr(base) not in message:
+        message = f"store {base!r} unavailable: {message}"
     return Failure(message, code, type(error).__name__)
 
 

@@ -21,6 +21,7 @@ from connector.cli.health_command import health
 from connector.cli.readergroup_commands import readergroup
 from connector.cli.scope_commands import scope
 from connector.cli.stream_commands import stream
+from connector.cli.tls_commands import tls
 from connector.cli.token_commands import token
 from connector.cli.watermark_commands import watermarks_command
 
@@ -40,7 +41,7 @@ def cli() -> None:
     """Manage and inspect a Tidemark store."""
 
 
-for _command in (scope, stream, readergroup, watermarks_command, health, token):
+for _command in (scope, stream, readergroup, watermarks_command, health, token, tls):
     cli.add_command(_command)
 
 

@@ -55,7 +55,7 @@ from connector.model import (
     TruncationResult,
 )
 from connector.security.credentials import ClientCredentials, split_uri
-from connector.security.probe import probe_transport
+from connector.security.probe import probe_transport, tls_failure
 
 __all__ = ["StoreClient", "parse_uri"]
 
@@ -185,6 +185,10 @@ class StoreClient:
                 )
             except grpc.RpcError as error:
                 if error.code() in _RETRYABLE and time.monotonic() < deadline:
+                    if not reconnecting and error.code() == grpc.StatusCode.UNAVAILABLE:
+                        lasting = self._lasting_cause()
+                        if lasting is not None:  # no retry mends it: say so now
+                            raise StoreUnavailableError(lasting) from None
                     reconnecting = True
                     continue
                 if reconnecting and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -202,23 +206,37 @@ class StoreClient:
             return answer if settled is None else settled
 
     def _explained(self, error: TidemarkError) -> TidemarkError:
-        """``error``, with a hint when the store could not be reached over the wrong transport."""
+        """``error``, with the cause when the store could not be reached for a lasting one."""
         if not isinstance(error, StoreUnavailableError):
             return error
-        probe = probe_transport(parse_uri(self.uri))
-        if probe == "tls" and not self.credentials.uses_tls:
-            msg = (
-                f"{error} (the server at {self.uri!r} speaks TLS and this client plaintext: "
-                "give the CA with tls_ca_file=... in the uri or in ClientCredentials)"
+        lasting = self._lasting_cause()
+        return error if lasting is None else StoreUnavailableError(f"{error} ({lasting})")
+
+    def _lasting_cause(self) -> str | None:
+        """Why the store cannot be reached, when a retry will not mend it; None otherwise.
+
+        A transport mismatch (TLS on one side only) or a failing TLS handshake
+        (see :mod:`connector.security.probe`).
+        """
+        address = parse_uri(self.uri)
+        base = self.uri.partition("?")[0]
+        transport = probe_transport(address)
+        if transport == "tls" and not self.credentials.uses_tls:
+            return (
+                f"the server at {base!r} speaks TLS and this client plaintext: "
+                "give the CA with tls_ca_file=... in the uri or in ClientCredentials"
             )
-            return StoreUnavailableError(msg)
-        if probe == "plaintext" and self.credentials.uses_tls:
-            msg = (
-                f"{error} (the server at {self.uri!r} does not speak TLS and this client does: "
-                "drop the TLS settings or start the server with --tls-cert/--tls-key)"
+        if transport == "plaintext" and self.credentials.uses_tls:
+            return (
+                f"the server at {base!r} does not speak TLS and this client does: "
+                "drop the TLS settings or start the server with --tls-cert/--tls-key"
             )
-            return StoreUnavailableError(msg)
-        return error
+        if not self.credentials.uses_tls:
+            return None
+        failure = tls_failure(address, self.credentials)
+        return (
+            None if failure is None else f"TLS handshake with the store {base!r} failed: {failure}"
+        )
 
     # --- streams --------------------------------------------------------------
 

@@ -1,15 +1,25 @@
-"""Which transport a server speaks, found by one short exchange: for error messages only.
+"""Why a store cannot be reached, found by one short exchange: for error messages only.
 
-A client that cannot reach a store asks this to say why when the reason is a
-mismatch: plaintext against a TLS port, or TLS against a plaintext one.
+A client that cannot reach a store asks this to say why, when the reason is
+one a retry will not mend: plaintext against a TLS port, or TLS against a
+plaintext one (:func:`probe_transport`); or a TLS handshake that fails
+(:func:`tls_failure`): the server's certificate does not name the host the
+client dialled, or is signed by a CA the client does not trust; or the server
+requires a client certificate and got none, or one of a CA it does not trust.
+gRPC reports each of these as the store being unavailable, after its C-core
+logged the handshake; this repeats the handshake with Python's ``ssl`` to
+name the cause.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 from typing import Literal
 
-__all__ = ["probe_transport"]
+from connector.security.credentials import ClientCredentials
+
+__all__ = ["probe_transport", "tls_failure"]
 
 # The HTTP/2 client preface (RFC 9113, 3.4) followed by an empty SETTINGS frame.
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
@@ -36,3 +46,82 @@ def probe_transport(address: str, timeout_s: float = 1.0) -> Literal["tls", "pla
         # A TLS server either sends an alert or hangs up on bytes that are no handshake.
         return "tls"
     return None
+
+
+# OpenSSL's verify codes (X509_V_ERR_*) that mean "not a CA this client trusts".
+_UNTRUSTED = {2, 18, 19, 20, 21}
+_HOST_MISMATCH = {62, 64}  # hostname, IP address
+# Alerts a server sends when it refuses the client's certificate (or its absence).
+_NO_CLIENT_CERT_ALERTS = {"TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE"}
+_BAD_CLIENT_CERT_ALERTS = {
+    "TLSV1_ALERT_UNKNOWN_CA",
+    "SSLV3_ALERT_BAD_CERTIFICATE",
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+    "TLSV1_ALERT_DECRYPT_ERROR",
+}
+
+
+def tls_failure(address: str, credentials: ClientCredentials, timeout_s: float = 1.0) -> str | None:
+    """Why a TLS handshake with ``address`` (``host:port``) fails, or None if it does not.
+
+    Checks what gRPC checks: the server's certificate against the client's CA
+    (``tls_ca_file``, or the system's with ``tls=1``) and the host in the
+    URI, then whether the server takes the client's certificate (or its
+    absence). None also when the server cannot be reached or speaks no TLS
+    (:func:`probe_transport` tells that).
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    trusted = repr(credentials.tls_ca_file) if credentials.tls_ca_file else "the system's CAs"
+    try:
+        context = ssl.create_default_context(cafile=credentials.tls_ca_file)
+        if credentials.tls_cert_file and credentials.tls_key_file:
+            context.load_cert_chain(credentials.tls_cert_file, credentials.tls_key_file)
+        context.set_alpn_protocols(["h2"])
+    except (ssl.SSLError, OSError) as error:
+        return f"the client's TLS files cannot be used: {error}"
+    try:
+        with (
+            socket.create_connection((host, int(port)), timeout=timeout_s) as raw,
+            context.wrap_socket(raw, server_hostname=host) as channel,
+        ):
+            channel.sendall(_H2_PREFACE)
+            answered = channel.recv(16)
+    except ssl.SSLCertVerificationError as error:
+        if error.verify_code in _HOST_MISMATCH:
+            return (
+                f"the server's certificate is not valid for {host!r}, the host this client "
+                "dialled: connect by a name the certificate lists, or issue one that lists it"
+            )
+        if error.verify_code in _UNTRUSTED:
+            return (
+                f"the server's certificate is not signed by a CA this client trusts "
+                f"({trusted}): {error.verify_message}"
+            )
+        return f"the server's certificate was refused: {error.verify_message}"
+    except ssl.SSLError as error:
+        if error.reason in _NO_CLIENT_CERT_ALERTS and not credentials.tls_cert_file:
+            return _NO_CLIENT_CERT
+        if error.reason in _BAD_CLIENT_CERT_ALERTS | _NO_CLIENT_CERT_ALERTS:
+            return _bad_client_cert(credentials)
+        return None  # no TLS there, most likely: probe_transport says
+    except (OSError, ValueError):
+        return None
+    if answered:
+        return None
+    # The handshake went through and the server hung up at once: a gRPC server does that to a
+    # client whose certificate it requires (--tls-client-ca) and did not get, or does not trust.
+    return _bad_client_cert(credentials) if credentials.tls_cert_file else _NO_CLIENT_CERT
+
+
+_NO_CLIENT_CERT = (
+    "the server requires a client certificate (mutual TLS) and this client has none: "
+    "give tls_cert_file and tls_key_file"
+)
+
+
+def _bad_client_cert(credentials: ClientCredentials) -> str:
+    return (
+        f"the server refused this client's certificate ({credentials.tls_cert_file!r}): "
+        "it is not signed by the CA the server trusts for clients (--tls-client-ca)"
+    )
