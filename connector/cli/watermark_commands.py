@@ -36,9 +36,7 @@ def _report_text(report: WatermarkReport) -> str:
             f"  {s.segment:<24} {watermark_text(s.watermark):<24} {s.lag_ms:>8}ms  {state}"
         )
     for g in report.groups:
-        holding = f"held back by {g.holding_back}" if g.holding_back else "nothing to read"
-        if g.reader:
-            holding += f" (reader {g.reader})"
+        holding = f"held back by {g.holding_back}: {g.reason}" if g.holding_back else g.reason
         lines.append(
             f"group {g.group}: watermark {watermark_text(g.watermark)}, lag {g.lag_ms}ms, {holding}"
         )

@@ -10,8 +10,16 @@ from connector.client import StoreClient
 from connector.names import StreamId
 from connector.reader.group import ReaderGroupManager
 from connector.reader.group_state import group_watermark
+from connector.reader.membership import GroupRecord
 
-__all__ = ["GroupWatermark", "SegmentWatermark", "WatermarkReport", "server_now", "watermarks"]
+__all__ = [
+    "GroupWatermark",
+    "SegmentWatermark",
+    "WatermarkReport",
+    "held_back_because",
+    "server_now",
+    "watermarks",
+]
 
 
 @dataclass(frozen=True)
@@ -32,13 +40,14 @@ class SegmentWatermark:
 
 @dataclass(frozen=True)
 class GroupWatermark:
-    """A reader group: its watermark and the segment (and reader) holding it back."""
+    """A reader group: its watermark, the segment (and reader) holding it back, and why."""
 
     group: str
     watermark: int
     lag_ms: int
     holding_back: str | None
     reader: str | None
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ def watermarks(
         candidates = [(c.watermark, s) for s, c in state.cursors.items()]
         candidates += [(w.watermark, s) for s, w in state.waiting.items()]
         holding = min(candidates)[1] if candidates else None
+        tail = client.segment_info(holding).watermark if holding in state.cursors else None
         reports.append(
             GroupWatermark(
                 group=f"{scope or stream.scope}/{group}",
@@ -106,6 +116,35 @@ def watermarks(
                 lag_ms=max(0, now - mark) if candidates else 0,
                 holding_back=holding,
                 reader=record.assignments.get(holding) if holding else None,
+                reason=held_back_because(record, holding, tail),
             )
         )
     return WatermarkReport(str(stream), now, tuple(segments), tuple(reports))
+
+
+def held_back_because(record: GroupRecord, holding: str | None, tail_watermark: int | None) -> str:
+    """Why the segment ``holding`` (the lowest watermark) holds the group's watermark back.
+
+    ``tail_watermark`` is that segment's own watermark at its tail, if it is
+    being read. In words for people: no reader at all, nobody holds the
+    segment, it waits for its predecessors, its reader is behind, or the
+    segment itself has had neither a write nor an idle tick.
+    """
+    if holding is None:
+        return "nothing left to read"
+    waiting = record.state.waiting.get(holding)
+    if waiting is not None:
+        before = ", ".join(sorted(waiting.waiting_for))
+        return f"{holding} waits for {before} to be read to the end"
+    if not record.leases:
+        return f"no readers: nobody reads {holding}"
+    reader = record.assignments.get(holding)
+    if reader is None:
+        return f"no reader holds {holding}"
+    cursor = record.state.cursors[holding]
+    if tail_watermark is not None and cursor.watermark >= tail_watermark:
+        return (
+            f"{holding} itself: reader {reader} is at its tail, and neither a write nor an "
+            "idle tick has moved the segment's watermark since"
+        )
+    return f"reader {reader} is behind on {holding}"

@@ -198,11 +198,12 @@ def test_watermarks_show_lag_idle_segments_and_what_holds_a_group_back(
     assert group["group"] == "ops/g"
     assert group["holding_back"] in ("ops/s/0", "ops/s/1")
     assert group["lag_ms"] == now - group["watermark"]
+    assert group["reason"] == f"no readers: nobody reads {group['holding_back']}"
 
     human = run(store_server.uri, "watermarks", "ops/s", "--group", "ops/g")
     assert human.exit_code == 0
     assert "idle" in human.output and "group ops/g: watermark" in human.output
-    assert "held back by ops/s/" in human.output
+    assert "held back by ops/s/" in human.output and ": no readers: nobody reads" in human.output
 
 
 def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -> None:
