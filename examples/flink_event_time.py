@@ -8,8 +8,8 @@ the ingestion-time domain, takes each reading's event time from its ``ts``
 field, and orders each sensor's readings with
 :class:`flink_adapter.EventTimeOrderingFunction` on the connector's group
 watermark, which is Flink's event time. A's and B's readings come out in
-event-time order once the watermark passes them; C's reach the late side
-output, reported rather than dropped.
+event-time order once the watermark passes them, each after the watermark
+that released it; C's reach the late side output, reported, never dropped.
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ from connector import (
     embedded_store,
 )
 from examples.job_output import Collected
-from examples.sensors import LAG_MS, OFFSETS_MS, write_round
+from examples.sensors import (
+    LAG_MS,
+    OFFSETS_MS,
+    late_line,
+    reading_line,
+    watermark_line,
+    write_round,
+)
 
 __all__ = ["FlinkSensorRun", "log_run", "run_sensors_on_flink", "sensor_job"]
 
@@ -59,9 +66,14 @@ class FlinkSensorRun:
 
 
 def sensor_job(env: Any, uri: str, stream: str, parallelism: int = 2) -> Any:
-    """The ordering job over ``stream``: JSON rows ``{"kind": "released"|"late", ...}``."""
+    """The ordering job over ``stream``: JSON rows ``{"kind": "released"|"late", ...}``.
+
+    A released row carries ``wm``, the watermark that released it: the one in
+    force when its event-time timer fired, which covers its timestamp. (A
+    function after the ordering would see the watermark before that one:
+    Flink forwards a watermark only after the rows its timers emitted.)
+    """
     from pyflink.common import Types
-    from pyflink.datastream.functions import ProcessFunction
 
     from flink_adapter import (
         LATE_EVENTS,
@@ -70,12 +82,13 @@ def sensor_job(env: Any, uri: str, stream: str, parallelism: int = 2) -> Any:
         TimeDomain,
     )
 
-    class Released(ProcessFunction):
-        """Tags a released reading with the watermark in force when it came out."""
+    class Releasing(EventTimeOrderingFunction):
+        """The ordering function, tagging each reading with the watermark that released it."""
 
-        def process_element(self, value: Any, ctx: Any) -> Any:
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
             watermark = ctx.timer_service().current_watermark()
-            yield json.dumps({"kind": "released", "event": value[1], "wm": watermark})
+            for value in super().on_timer(timestamp, ctx):
+                yield json.dumps({"kind": "released", "event": value[1], "wm": watermark})
 
     reader = (
         FlinkTidemarkReader.builder()
@@ -88,13 +101,12 @@ def sensor_job(env: Any, uri: str, stream: str, parallelism: int = 2) -> Any:
         .with_parallelism(parallelism)
         .build()
     )
-    ordered = (
+    released = (
         reader.create_stream(env)
         .key_by(lambda row: json.loads(row[1])["sensor"], key_type=Types.STRING())
-        .process(EventTimeOrderingFunction(), output_type=reader.output_type())
+        .process(Releasing(), output_type=Types.STRING())
     )
-    released = ordered.process(Released(), output_type=Types.STRING())
-    late = ordered.get_side_output(LATE_EVENTS).map(
+    late = released.get_side_output(LATE_EVENTS).map(
         lambda row: json.dumps({"kind": "late", "event": row[1]}), output_type=Types.STRING()
     )
     return released.union(late)
@@ -182,15 +194,19 @@ def _gather(run: FlinkSensorRun, rows: list[dict[str, Any]]) -> None:
 
 
 def log_run(run: FlinkSensorRun, log: Callable[[str], None]) -> None:
-    """Reports ``run`` in the words of the seed's prototype output, in output order."""
-    for sensor, _, ts in run.late:
-        log(f"Discarded a late record: ({ts},{sensor})")
+    """Reports ``run`` in output order: each watermark, then the readings it released.
+
+    Late readings are reported, never dropped (the late side output).
+    Times are epoch milliseconds with the UTC time beside them.
+    """
+    for sensor, seq, ts in run.late:
+        log(late_line(ts, sensor, seq))
     last_mark = None
-    for sensor, _, ts, mark in run.released:
+    for sensor, seq, ts, mark in run.released:
         if mark != last_mark:
-            log(f"Advancing the event time watermark: Watermark @ {mark}")
+            log(watermark_line(mark))
             last_mark = mark
-        log(f"({ts},{sensor})")
+        log(reading_line(ts, sensor, seq))
 
 
 def main(rounds: int = 8) -> None:

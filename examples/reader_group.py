@@ -13,6 +13,7 @@ import threading
 import time
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, embedded_store
+from connector.clock import utc_text
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 
 
@@ -35,7 +36,8 @@ def main(seconds: float = 3.0) -> None:
                     if read is None:
                         continue
                     if read.is_watermark:
-                        print(f"[{name}] watermark -> {read.watermark}")
+                        mark = read.watermark
+                        print(f"[{name}] watermark -> {mark}  {utc_text(mark)}")
                     else:
                         print(f"[{name}] {read.event} from {read.position.segment}")
 

@@ -15,9 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connector.client import EventWriter
+from connector.clock import utc_text
 from connector.reader import EventReader, EventTimeOrderer
 
-__all__ = ["LAG_MS", "OFFSETS_MS", "OrderedOutput", "run_sensors", "write_round"]
+__all__ = [
+    "LAG_MS",
+    "OFFSETS_MS",
+    "OrderedOutput",
+    "late_line",
+    "reading_line",
+    "run_sensors",
+    "watermark_line",
+    "write_round",
+]
 
 #: Event time minus ingestion time, per sensor.
 OFFSETS_MS = {"A": -200, "B": 1_500, "C": -4_000}
@@ -25,6 +35,21 @@ OFFSETS_MS = {"A": -200, "B": 1_500, "C": -4_000}
 LAG_MS = 1_000
 
 _log = logging.getLogger("examples.sensors")
+
+
+def watermark_line(watermark: int) -> str:
+    """How the demos print a watermark advance: epoch ms, and the UTC time beside it."""
+    return f"Advancing the event time watermark: Watermark @ {watermark}  {utc_text(watermark)}"
+
+
+def reading_line(ts: int, sensor: str, seq: int) -> str:
+    """How the demos print a released reading (indented under its watermark)."""
+    return f"  ({ts},{sensor})  {utc_text(ts)}  seq {seq}"
+
+
+def late_line(ts: int, sensor: str, seq: int) -> str:
+    """How the demos print a late reading: reported, never dropped."""
+    return f"Late (reported, not dropped): ({ts},{sensor})  {utc_text(ts)}  seq {seq}"
 
 
 def write_round(
@@ -60,6 +85,8 @@ def run_sensors(
     rounds: int,
     on_release: Callable[[dict[str, Any]], None] | None = None,
     max_reads: int = 100_000,
+    on_advance: Callable[[int, list[dict[str, Any]]], None] | None = None,
+    on_late: Callable[[dict[str, Any]], None] | None = None,
 ) -> OrderedOutput:
     """Writes ``rounds`` rounds of readings while a live reader orders them.
 
@@ -67,11 +94,18 @@ def run_sensors(
     clock, the demo sleeps) and the reader reads what was written, so it is
     live as in the seed's EventTimeITCase. Then it reads on, letting time
     pass, until every reading was released or reported late.
+
+    ``on_release`` sees each reading released, ``on_advance`` each watermark
+    that released any (with them), ``on_late`` each late reading.
     """
     output = OrderedOutput()
-    orderer: EventTimeOrderer[dict[str, Any]] = EventTimeOrderer(
-        on_late=lambda item: output.late.append(item.value)
-    )
+
+    def late(item: Any) -> None:
+        output.late.append(item.value)
+        if on_late is not None:
+            on_late(item.value)
+
+    orderer: EventTimeOrderer[dict[str, Any]] = EventTimeOrderer(on_late=late)
     if reader.last_watermark is not None:
         orderer.advance(reader.last_watermark)  # what the reader saw before we started
     reads = 0
@@ -89,10 +123,13 @@ def run_sensors(
             elif read.is_watermark:
                 assert read.watermark is not None
                 output.watermarks.append(read.watermark)
-                for item in orderer.advance(read.watermark):
-                    output.released.append(item.value)
+                released = [item.value for item in orderer.advance(read.watermark)]
+                if released and on_advance is not None:
+                    on_advance(read.watermark, released)
+                for value in released:
+                    output.released.append(value)
                     if on_release is not None:
-                        on_release(item.value)
+                        on_release(value)
             else:
                 assert read.event_time is not None
                 output.events_read += 1

@@ -28,7 +28,7 @@ from connector import (
     SystemClock,
     embedded_store,
 )
-from examples.sensors import LAG_MS, write_round
+from examples.sensors import LAG_MS, late_line, reading_line, watermark_line, write_round
 
 __all__ = ["SparkSensorRun", "await_batches", "run_sensors_on_spark", "sensor_query"]
 
@@ -113,7 +113,8 @@ def run_sensors_on_spark(
         run.released = [(r.sensor, r.seq, r.ts) for r in rows if not r.late]
         run.late = [(r.sensor, r.seq, r.ts) for r in rows if r.late]
         marks = [p["eventTime"].get("watermark") for p in query.recentProgress if "eventTime" in p]
-        run.watermarks = sorted({_epoch_ms(m) for m in marks if m})
+        # Spark reports 1970-01-01 (0) until a batch carried a watermark: not an advance.
+        run.watermarks = sorted({ms for ms in (_epoch_ms(m) for m in marks if m) if ms > 0})
     finally:
         query.stop()
     return run
@@ -189,11 +190,11 @@ def main(rounds: int = 8) -> None:
         for sensor in "AB":
             print(f"sensor {sensor}, in event-time order:")
             for _, seq, ts in (r for r in run.released if r[0] == sensor):
-                print(f"  ({ts},{sensor})  seq {seq}")
+                print(reading_line(ts, sensor, seq))
         for sensor, seq, ts in run.late:
-            print(f"Discarded a late record: ({ts},{sensor})  seq {seq}")
+            print(late_line(ts, sensor, seq))
         for mark in run.watermarks:
-            print(f"Advancing the event time watermark: Watermark @ {mark}")
+            print(watermark_line(mark))
         print(
             f"released {len(run.released)} readings in event-time order per sensor, "
             f"{len(run.late)} late, {len(run.watermarks)} watermark advances"

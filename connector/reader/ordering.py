@@ -51,7 +51,7 @@ class EventTimeOrderer(Generic[T]):
         item = Timestamped(event_time, value)
         if self.watermark is not None and event_time <= self.watermark:
             self.late_count += 1
-            _log.debug("Discarded a late record: (%d,%r)", event_time, value)
+            _log.debug("Late record (reported, not dropped): (%d,%r)", event_time, value)
             if self._on_late is not None:
                 self._on_late(item)
             return False

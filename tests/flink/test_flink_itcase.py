@@ -15,6 +15,7 @@ import pytest
 from connector import StoreClient, StreamManager
 from examples.flink_event_time import log_run, run_sensors_on_flink
 from examples.sensors import OFFSETS_MS
+from tests.demo_output import check_demo_lines
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,11 @@ def test_on_time_and_early_readings_come_out_in_event_time_order_and_late_ones_a
     run = run_sensors_on_flink(
         flink_env, server.uri, "itcase/sensors", clock.now_ms, pause=let_time_pass, rounds=8
     )
-    log_run(run, _log.info)
+    lines: list[str] = []
+    log_run(run, lines.append)
+    for line in lines:
+        _log.info(line)
+    assert check_demo_lines(lines) == (len(run.released), len(run.late))
 
     for sensor in "AB":
         released = [(seq, ts) for s, seq, ts, _ in run.released if s == sensor]
@@ -52,3 +57,6 @@ def test_on_time_and_early_readings_come_out_in_event_time_order_and_late_ones_a
     assert len(run.written) == 8 * len(OFFSETS_MS)
     marks = [mark for *_, mark in run.released]
     assert marks == sorted(marks)  # Flink's event time only rose
+    # Each reading is tagged with the watermark that released it, which covers it.
+    stale = [(sensor, ts, mark) for sensor, _, ts, mark in run.released if mark < ts]
+    assert stale == [], "released under a watermark below the reading"
