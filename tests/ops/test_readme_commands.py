@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 
@@ -52,3 +53,29 @@ def test_start_health_and_stop_as_the_readme_writes_them(tmp_path: pathlib.Path)
         assert server.stdout is not None
         server.stdout.close()
     assert "stopped tidemark://" in (tmp_path / "server.log").read_text()
+
+
+def test_every_tidemarkctl_command_of_the_readme_runs_as_written_in_its_order(
+    tmp_path: pathlib.Path, spawn_server
+) -> None:
+    server = spawn_server(tmp_path / "data")
+    commands = shell_block("tidemarkctl readergroup delete iot/dashboard")
+    readings = [json.dumps({"sensor": "ABC"[n % 3], "seq": n}) for n in range(12)]
+    (tmp_path / "readings.jsonl").write_text("\n".join(readings) + "\n")
+    outputs = {}
+    for command in commands:
+        # The plot samples for a minute in the README; a second shows the same here.
+        here = command.replace("--duration 60", "--duration 1")
+        done = shell(here, tmp_path, TIDEMARK_URI=server.uri)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        outputs[command.split("#")[0].strip()] = done.stdout
+    assert (
+        "wrote 12 events to iot/sensors"
+        in outputs["tidemarkctl stream write iot/sensors --key-field sensor < readings.jsonl"]
+    )
+    tailed = outputs["tidemarkctl stream tail iot/sensors --from-start --max-events 10"]
+    assert sum('"seq"' in line for line in tailed.splitlines()) == 10
+    assert "lag 12 events" in outputs["tidemarkctl readergroup describe iot/dashboard"]
+    assert (tmp_path / "wm.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "NAME.token").exists() and (tmp_path / "pki" / "ca.pem").exists()
+    assert outputs["tidemarkctl --version"] == "tidemarkctl, version 0.1.0\n"
