@@ -229,24 +229,23 @@ class EventWriter(Generic[T]):
             raise type(error)(msg) from error
         self._next_number[segment] = first + len(batch.events)
         self._discarded_from.pop(segment, None)
+        placed = segment in self._placed
         if result.appended:
             self._stored_times[segment] = result.ingestion_time
-        self._check_duplicates(segment, first, batch, result)
-        if result.appended:
             self._placed.add(segment)
+        self._check_duplicates(segment, first, batch, result, placed)
 
     def _check_duplicates(
-        self, segment: str, first: int, batch: _Batch, result: AppendResult
+        self, segment: str, first: int, batch: _Batch, result: AppendResult, placed: bool
     ) -> None:
         """Raises if the store skipped events of ``batch`` that no earlier send can explain.
 
         Duplicates are explained by a send of this batch whose answer was lost
-        (an earlier flush, or the client's own resend), and, before any append
-        of this writer here was answered, by a replay of the writer id's sequence.
+        (an earlier flush, or the client's own resend), and, until an append of
+        this writer here was stored (``placed``), by a replay of the writer
+        id's sequence.
         """
-        explained = (
-            len(batch.events) if result.resent or segment not in self._placed else batch.sent
-        )
+        explained = len(batch.events) if result.resent or not placed else batch.sent
         if result.duplicates <= explained:
             return
         lost = slice(explained, result.duplicates)

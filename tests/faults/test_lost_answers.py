@@ -95,6 +95,10 @@ def test_events_the_store_calls_duplicates_but_the_writer_never_stored_are_an_er
     assert "2 event(s)" in str(refused.value) and "1 to 2" in str(refused.value)
     assert payloads(direct, SEGMENT) == [b"mine 0", b"theirs 1", b"theirs 2", b"mine 3"]
     assert writer.pending_events == 0  # named in the error, not queued to fail again
+    direct.append(SEGMENT, "shared", 4, [b"theirs 4"])
+    writer.write_event(b"mine 4", routing_key="k")
+    with pytest.raises(DuplicateEventNumbersError):  # and again: its place is known
+        writer.flush()
 
 
 @pytest.mark.parametrize("released", ["before the next batch", "after the next batch"])
