@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "AppendResult",
+    "AssertionResult",
+    "Fence",
     "PlannedRead",
     "ReadResult",
     "SegmentDescription",
@@ -17,6 +19,7 @@ __all__ = [
     "StateValue",
     "StreamDescription",
     "TruncationResult",
+    "WriterAssertion",
 ]
 
 
@@ -89,6 +92,10 @@ class ReadResult:
 
     ``watermark`` holds after the data: no event at or beyond ``next_offset``
     (nor in a successor) has an ingestion time at or before it.
+    ``event_time_watermark`` is the writers' (seed 002) after the data: no
+    event at or beyond ``next_offset`` of a writer active there has an event
+    time at or below it, as long as the writers keep their promises; None
+    when no active writer holds it.
     """
 
     segment: str
@@ -98,6 +105,7 @@ class ReadResult:
     watermark: int
     end_of_segment: bool
     successors: tuple[str, ...] = ()
+    event_time_watermark: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,8 @@ class PlannedRead:
     after them, as a :class:`ReadResult`'s would; ``end_of_segment`` says the
     segment is sealed and ``next_offset`` is its end, and then ``successors``
     are its successors; ``at_tail`` says ``next_offset`` is the segment's
-    committed end when answered.
+    committed end when answered; ``event_time_watermark`` is the writers'
+    after them, as a read's would be.
     """
 
     segment: str
@@ -119,6 +128,7 @@ class PlannedRead:
     end_of_segment: bool
     at_tail: bool
     successors: tuple[str, ...] = ()
+    event_time_watermark: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,12 +140,57 @@ class TruncationResult:
 
 
 @dataclass(frozen=True)
+class WriterAssertion:
+    """A writer active in a segment's event time: its last assertion, and when it was last seen.
+
+    ``last_seen`` is the ingestion time of its latest append to or assertion
+    on the segment; the store marks it idle once it is silent for its idle
+    timeout.
+    """
+
+    writer_id: str
+    event_time: int
+    last_seen: int
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Event numbers a writer gave up on in a segment: ``discarded_from`` to ``next_event_number``.
+
+    The writer discarded them without learning whether they were stored.
+    Sent with an assertion: once it is stored, no late copy of them can be
+    (as once an append announcing the gap is), so no event of the writer's
+    can land after its promise.
+    """
+
+    discarded_from: int
+    next_event_number: int
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    """The outcome of an assertion or idle mark, returned once it is durable.
+
+    ``stored`` is False for a duplicate: its number was seen already (a
+    retry whose first send was stored), and nothing changed. ``segments``
+    are the open segments it reached. ``resent`` (set by the client) says
+    the request went out more than once because an answer was lost.
+    """
+
+    stored: bool
+    segments: tuple[str, ...]
+    resent: bool = False
+
+
+@dataclass(frozen=True)
 class SegmentInfo:
     """A segment's attributes.
 
     ``first_offset`` is the first readable offset: 0 unless the stream was
     truncated, the segment's end (``write_offset``) when a truncation took
-    all of its data.
+    all of its data. ``event_time_watermark`` is the writers' at the tail
+    (None: no active writer holds it), and ``writers`` the active writers
+    with their last assertions.
     """
 
     segment: str
@@ -147,6 +202,8 @@ class SegmentInfo:
     key_low: float
     key_high: float
     first_offset: int = 0
+    event_time_watermark: int | None = None
+    writers: tuple[WriterAssertion, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,40 @@ class AppendResponse(_message.Message):
     duplicates: int
     def __init__(self, write_offset: _Optional[int] = ..., ingestion_time: _Optional[int] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ...) -> None: ...
 
+class AssertWatermarkRequest(_message.Message):
+    __slots__ = ("scope", "stream", "writer_id", "number", "event_time", "fences")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    WRITER_ID_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    FENCES_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    writer_id: str
+    number: int
+    event_time: int
+    fences: _containers.RepeatedCompositeFieldContainer[WriterFence]
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., writer_id: _Optional[str] = ..., number: _Optional[int] = ..., event_time: _Optional[int] = ..., fences: _Optional[_Iterable[_Union[WriterFence, _Mapping]]] = ...) -> None: ...
+
+class WriterFence(_message.Message):
+    __slots__ = ("segment", "discarded_from", "next_event_number")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    DISCARDED_FROM_FIELD_NUMBER: _ClassVar[int]
+    NEXT_EVENT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    discarded_from: int
+    next_event_number: int
+    def __init__(self, segment: _Optional[str] = ..., discarded_from: _Optional[int] = ..., next_event_number: _Optional[int] = ...) -> None: ...
+
+class AssertWatermarkResponse(_message.Message):
+    __slots__ = ("stored", "segments")
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    stored: bool
+    segments: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, stored: bool = ..., segments: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ReadRequest(_message.Message):
     __slots__ = ("segment", "offset", "max_bytes", "wait_ms", "known_watermark", "has_known_watermark")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -215,7 +249,7 @@ class ReadRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ..., known_watermark: _Optional[int] = ..., has_known_watermark: bool = ...) -> None: ...
 
 class ReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors")
+    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors", "event_time_watermark")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -223,6 +257,7 @@ class ReadResponse(_message.Message):
     WATERMARK_FIELD_NUMBER: _ClassVar[int]
     END_OF_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     next_offset: int
@@ -230,7 +265,8 @@ class ReadResponse(_message.Message):
     watermark: int
     end_of_segment: bool
     successors: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...
+    event_time_watermark: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ...) -> None: ...
 
 class SegmentInfoRequest(_message.Message):
     __slots__ = ("segment",)
@@ -239,7 +275,7 @@ class SegmentInfoRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ...) -> None: ...
 
 class SegmentInfo(_message.Message):
-    __slots__ = ("segment", "creation_time", "last_write_time", "write_offset", "sealed", "watermark", "key_low", "key_high", "first_offset")
+    __slots__ = ("segment", "creation_time", "last_write_time", "write_offset", "sealed", "watermark", "key_low", "key_high", "first_offset", "event_time_watermark", "writers")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
     LAST_WRITE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +285,8 @@ class SegmentInfo(_message.Message):
     KEY_LOW_FIELD_NUMBER: _ClassVar[int]
     KEY_HIGH_FIELD_NUMBER: _ClassVar[int]
     FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    WRITERS_FIELD_NUMBER: _ClassVar[int]
     segment: str
     creation_time: int
     last_write_time: int
@@ -258,7 +296,19 @@ class SegmentInfo(_message.Message):
     key_low: float
     key_high: float
     first_offset: int
-    def __init__(self, segment: _Optional[str] = ..., creation_time: _Optional[int] = ..., last_write_time: _Optional[int] = ..., write_offset: _Optional[int] = ..., sealed: bool = ..., watermark: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ..., first_offset: _Optional[int] = ...) -> None: ...
+    event_time_watermark: int
+    writers: _containers.RepeatedCompositeFieldContainer[WriterAssertion]
+    def __init__(self, segment: _Optional[str] = ..., creation_time: _Optional[int] = ..., last_write_time: _Optional[int] = ..., write_offset: _Optional[int] = ..., sealed: bool = ..., watermark: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ..., first_offset: _Optional[int] = ..., event_time_watermark: _Optional[int] = ..., writers: _Optional[_Iterable[_Union[WriterAssertion, _Mapping]]] = ...) -> None: ...
+
+class WriterAssertion(_message.Message):
+    __slots__ = ("writer_id", "event_time", "last_seen")
+    WRITER_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    writer_id: str
+    event_time: int
+    last_seen: int
+    def __init__(self, writer_id: _Optional[str] = ..., event_time: _Optional[int] = ..., last_seen: _Optional[int] = ...) -> None: ...
 
 class GetStateRequest(_message.Message):
     __slots__ = ("key",)
@@ -325,7 +375,7 @@ class PlanReadRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
 
 class PlanReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors")
+    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -334,6 +384,7 @@ class PlanReadResponse(_message.Message):
     END_OF_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     AT_TAIL_FIELD_NUMBER: _ClassVar[int]
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     next_offset: int
@@ -342,4 +393,5 @@ class PlanReadResponse(_message.Message):
     end_of_segment: bool
     at_tail: bool
     successors: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...
+    event_time_watermark: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ...) -> None: ...

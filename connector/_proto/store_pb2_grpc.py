@@ -79,6 +79,11 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.AppendRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.AppendResponse.FromString,
                 _registered_method=True)
+        self.AssertWatermark = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/AssertWatermark',
+                request_serializer=connector_dot___proto_dot_store__pb2.AssertWatermarkRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.AssertWatermarkResponse.FromString,
+                _registered_method=True)
         self.ReadSegment = channel.unary_unary(
                 '/tidemark.v1.SegmentStore/ReadSegment',
                 request_serializer=connector_dot___proto_dot_store__pb2.ReadRequest.SerializeToString,
@@ -187,6 +192,16 @@ class SegmentStoreServicer(object):
 
     def AppendEvents(self, request, context):
         """Appends a batch; answers once the batch is durable.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AssertWatermark(self, request, context):
+        """A writer's assertion of event time (or its idle mark) on every open
+        segment of a stream; answers once durable. Needs `write` on the scope.
+        INVALID_ARGUMENT for an event time below the writer's previous one,
+        FAILED_PRECONDITION on a sealed stream.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -309,6 +324,11 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.AppendEvents,
                     request_deserializer=connector_dot___proto_dot_store__pb2.AppendRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.AppendResponse.SerializeToString,
+            ),
+            'AssertWatermark': grpc.unary_unary_rpc_method_handler(
+                    servicer.AssertWatermark,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.AssertWatermarkRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.AssertWatermarkResponse.SerializeToString,
             ),
             'ReadSegment': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadSegment,
@@ -577,6 +597,33 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/AppendEvents',
             connector_dot___proto_dot_store__pb2.AppendRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.AppendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AssertWatermark(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/AssertWatermark',
+            connector_dot___proto_dot_store__pb2.AssertWatermarkRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.AssertWatermarkResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -46,6 +46,8 @@ from connector.errors import (
 )
 from connector.model import (
     AppendResult,
+    AssertionResult,
+    Fence,
     PlannedRead,
     ReadResult,
     SegmentDescription,
@@ -53,6 +55,7 @@ from connector.model import (
     StateValue,
     StreamDescription,
     TruncationResult,
+    WriterAssertion,
 )
 from connector.security.credentials import ClientCredentials, split_uri
 from connector.security.probe import probe_transport, tls_failure
@@ -402,6 +405,45 @@ class StoreClient:
             resent,
         )
 
+    def assert_watermark(
+        self,
+        scope: str,
+        stream: str,
+        writer_id: str,
+        number: int,
+        event_time: int | None,
+        fences: Mapping[str, Fence] | None = None,
+    ) -> AssertionResult:
+        """An assertion (``event_time``; None: idle) on the open segments; durable on return.
+
+        Retried safely: a repeat of a stored assertion has its number and is
+        a duplicate (``stored`` False, ``resent`` True). See
+        :meth:`SegmentStore.assert_watermark`.
+        """
+        request = _pb.AssertWatermarkRequest(
+            scope=scope,
+            stream=stream,
+            writer_id=writer_id,
+            number=number,
+            event_time=event_time,
+            fences=[
+                _pb.WriterFence(
+                    segment=segment,
+                    discarded_from=fence.discarded_from,
+                    next_event_number=fence.next_event_number,
+                )
+                for segment, fence in sorted((fences or {}).items())
+            ],
+        )
+        resent = False
+
+        def on_repeat(_outcome: Any) -> None:
+            nonlocal resent
+            resent = True
+
+        response = self._invoke(self._stub.AssertWatermark, request, on_repeat=on_repeat)
+        return AssertionResult(response.stored, tuple(response.segments), resent)
+
     def read(
         self,
         segment: str,
@@ -432,6 +474,7 @@ class StoreClient:
             watermark=response.watermark,
             end_of_segment=response.end_of_segment,
             successors=tuple(response.successors),
+            event_time_watermark=_event_time(response),
         )
 
     def plan_read(
@@ -458,6 +501,7 @@ class StoreClient:
             end_of_segment=response.end_of_segment,
             at_tail=response.at_tail,
             successors=tuple(response.successors),
+            event_time_watermark=_event_time(response),
         )
 
     def segment_info(self, segment: str) -> SegmentInfo:
@@ -473,6 +517,10 @@ class StoreClient:
             key_low=response.key_low,
             key_high=response.key_high,
             first_offset=response.first_offset,
+            event_time_watermark=_event_time(response),
+            writers=tuple(
+                WriterAssertion(w.writer_id, w.event_time, w.last_seen) for w in response.writers
+            ),
         )
 
     # --- state ----------------------------------------------------------------
@@ -570,6 +618,11 @@ def _stream(message: Any) -> StreamDescription:
             for s in message.segments
         ),
     )
+
+
+def _event_time(message: Any) -> int | None:
+    """A message's writers' event-time watermark; None when absent (no active writer holds it)."""
+    return message.event_time_watermark if message.HasField("event_time_watermark") else None
 
 
 def _state(message: Any) -> StateValue:

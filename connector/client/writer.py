@@ -1,10 +1,11 @@
-"""The event writer: routes events to segments, batches them, survives scaling."""
+"""The event writer: routes events to segments, batches them, survives scaling, notes time."""
 
 from __future__ import annotations
 
 import uuid
 from bisect import bisect_right
-from typing import Generic, TypeVar
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.client.connection import StoreClient
@@ -13,13 +14,17 @@ from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
     DuplicateEventNumbersError,
+    FailedPreconditionError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import AppendResult, SegmentDescription
+from connector.model import AppendResult, AssertionResult, Fence, SegmentDescription
 from connector.names import StreamId
+
+if TYPE_CHECKING:
+    from connector.reader.timestamps import TimestampAssigner
 
 __all__ = ["EventWriter", "WriterConfig"]
 
@@ -27,14 +32,29 @@ T = TypeVar("T")
 
 
 class WriterConfig:
-    """Batching limits of an :class:`EventWriter`.
+    """Batching limits of an :class:`EventWriter`, and whether it asserts event time itself.
 
     Attributes:
         max_batch_bytes: a segment's batch is sent once it holds this much.
         max_batch_events: ... or this many events.
+        assert_watermarks_from: when set, the event time of each event
+            written (a :class:`~connector.reader.timestamps.TimestampAssigner`,
+            or the name of a JSON field holding it); after each
+            :meth:`EventWriter.flush` the writer asserts the least event time
+            it still accepts, minus one: the greatest event time written
+            less ``max_out_of_orderness_ms`` (Flink's bounded
+            out-of-orderness), less one.
+        max_out_of_orderness_ms: how far behind the latest event time written
+            a later event may still be (ms, or a timedelta).
     """
 
-    def __init__(self, max_batch_bytes: int = 1024 * 1024, max_batch_events: int = 20_000):
+    def __init__(
+        self,
+        max_batch_bytes: int = 1024 * 1024,
+        max_batch_events: int = 20_000,
+        assert_watermarks_from: TimestampAssigner[Any] | str | None = None,
+        max_out_of_orderness: int | timedelta = 0,
+    ):
         if max_batch_bytes <= 0 or not 0 < max_batch_events <= MAX_EVENTS_PER_APPEND:
             msg = (
                 f"batch limits must be > 0 bytes and 1 to {MAX_EVENTS_PER_APPEND} events, "
@@ -44,9 +64,46 @@ class WriterConfig:
             raise InvalidArgumentError(msg)
         self.max_batch_bytes = max_batch_bytes
         self.max_batch_events = max_batch_events
+        self.assert_watermarks_from = _writer_assigner(assert_watermarks_from)
+        self.max_out_of_orderness_ms = _millis("max_out_of_orderness", max_out_of_orderness)
 
     def __repr__(self) -> str:
-        return f"WriterConfig({self.max_batch_bytes}, {self.max_batch_events})"
+        asserting = (
+            ""
+            if self.assert_watermarks_from is None
+            else f", assert_watermarks_from={self.assert_watermarks_from!r}, "
+            f"max_out_of_orderness={self.max_out_of_orderness_ms}"
+        )
+        return f"WriterConfig({self.max_batch_bytes}, {self.max_batch_events}{asserting})"
+
+
+def _writer_assigner(given: Any) -> TimestampAssigner[Any] | None:
+    """The assigner a writer takes event times from; a name is a JSON field."""
+    from connector.reader.timestamps import (  # the reader core imports the client
+        FieldTimestampAssigner,
+        IngestionTimeAssigner,
+        TimestampAssigner,
+    )
+
+    if given is None:
+        return None
+    if isinstance(given, str):
+        return FieldTimestampAssigner(given)
+    if isinstance(given, IngestionTimeAssigner) or not isinstance(given, TimestampAssigner):
+        msg = (
+            f"assert_watermarks_from must be a TimestampAssigner of the event or a JSON field "
+            f"name (a writer knows no ingestion time), got {given!r}"
+        )
+        raise InvalidArgumentError(msg)
+    return given
+
+
+def _millis(name: str, value: int | timedelta) -> int:
+    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
+    if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
+        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return millis
 
 
 class _Batch:
@@ -77,6 +134,14 @@ class EventWriter(Generic[T]):
     events in a segment, an answer that calls any of its later events there
     duplicates it never sent before raises :class:`DuplicateEventNumbersError`
     naming them, never passes for success.
+
+    Event time (seed 002): :meth:`note_time` asserts that every later event
+    of this writer has an event time above a time, on every open segment of
+    the stream (the store takes, at each position, the least assertion of
+    the writers active there); :meth:`mark_idle` takes the writer out of
+    that set until its next assertion, and :meth:`close` marks it idle.
+    Assertions are numbered like events, so a retried one is stored once
+    and a new writer with an old id replays them.
     """
 
     def __init__(
@@ -103,6 +168,15 @@ class EventWriter(Generic[T]):
         self._segments: list[SegmentDescription] = []
         self._lows: list[float] = []
         self._stored_times: dict[str, int] = {}
+        # Event time: the number of the next assertion, the latest asserted, membership.
+        self._assertion_number = 0
+        self._asserted: int | None = None
+        self._member = False
+        self._assertion_placed = False
+        self._max_event_time: int | None = None
+        #: Events written with an event time at or below what this writer had asserted
+        #: (with ``assert_watermarks_from``): stored, and flagged late by readers.
+        self.late_events = 0
         self._closed = False
         self._refresh()
 
@@ -112,10 +186,20 @@ class EventWriter(Generic[T]):
         Raises:
             ClosedError: the writer is closed.
         """
+        self._check_open()
+        assigner = self._config.assert_watermarks_from
+        if assigner is not None:
+            event_time = assigner.extract_timestamp(event, 0)
+            if self._asserted is not None and event_time <= self._asserted:
+                self.late_events += 1
+            if self._max_event_time is None or event_time > self._max_event_time:
+                self._max_event_time = event_time
+        self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
+
+    def _check_open(self) -> None:
         if self._closed:
             msg = f"writer {self.writer_id!r} is closed"
             raise ClosedError(msg)
-        self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
     def flush(self) -> dict[str, int]:
         """Sends every queued event; returns once all are durable.
@@ -139,7 +223,79 @@ class EventWriter(Generic[T]):
             segment = next(iter(self._batches))
             self._send(segment)
         stored, self._stored_times = self._stored_times, {}
+        self._assert_from_events()
         return stored
+
+    def note_time(self, event_time_ms: int) -> AssertionResult:
+        """Asserts that every later event of this writer has an event time above ``event_time_ms``.
+
+        Flushes first, so the assertion comes after every event written so
+        far, on every open segment of the stream; returns once it is durable.
+        The writer joins the stream's set of writers holding its event-time
+        watermark (seed 002), or moves its place in it. ``stored`` is False
+        when the store had this assertion already (a replay of this writer
+        id's sequence).
+
+        Raises:
+            InvalidArgumentError: ``event_time_ms`` is below this writer's
+                previous assertion (a watermark never steps back).
+            FailedPreconditionError: the stream is sealed.
+            TidemarkError: as :meth:`flush`; the assertion was not sent.
+        """
+        self._check_open()
+        self.flush()
+        return self._assert(event_time_ms)
+
+    def mark_idle(self) -> AssertionResult:
+        """Takes this writer out of the set holding the event-time watermark until it asserts again.
+
+        Flushes first; returns once durable. While idle the writer holds
+        nobody back: its later events may come after a watermark above their
+        event time (readers flag them late).
+        """
+        self._check_open()
+        self.flush()
+        return self._assert(None)
+
+    def _assert_from_events(self) -> None:
+        """With ``assert_watermarks_from``: asserts the least event time still accepted, less 1."""
+        if self._config.assert_watermarks_from is None or self._max_event_time is None:
+            return
+        candidate = self._max_event_time - self._config.max_out_of_orderness_ms - 1
+        if (
+            self._asserted is None
+            or candidate > self._asserted
+            or (candidate == self._asserted and not self._member)
+        ):
+            self._assert(candidate)
+
+    def _assert(self, event_time: int | None) -> AssertionResult:
+        number = self._assertion_number
+        # A number is never reused: an attempt whose fate is unknown may be stored.
+        self._assertion_number += 1
+        fences = {
+            segment: Fence(discarded_from, self._next_number.get(segment, 0))
+            for segment, discarded_from in self._discarded_from.items()
+        }
+        result = self._client.assert_watermark(
+            self.stream.scope, self.stream.stream, self.writer_id, number, event_time, fences
+        )
+        if result.stored:
+            self._assertion_placed = True
+            for segment in fences:
+                self._discarded_from.pop(segment, None)
+        elif not result.resent and self._assertion_placed:
+            what = "idle mark" if event_time is None else f"assertion of {event_time}"
+            msg = (
+                f"the store took {what} number {number} of writer {self.writer_id!r} on "
+                f"{self.stream} as a duplicate, but this writer never sent it before: another "
+                "writer is using its id"
+            )
+            raise FailedPreconditionError(msg)
+        self._member = event_time is not None
+        if event_time is not None:
+            self._asserted = event_time
+        return result
 
     @property
     def pending_events(self) -> int:
@@ -168,9 +324,14 @@ class EventWriter(Generic[T]):
         return dropped
 
     def close(self) -> None:
-        """Flushes and closes; closing twice is harmless."""
+        """Flushes, marks the writer idle if it asserted event time, and closes.
+
+        Closing twice is harmless.
+        """
         if not self._closed:
             self.flush()
+            if self._member:
+                self._assert(None)
             self._closed = True
 
     def __enter__(self) -> EventWriter[T]:

@@ -10,7 +10,8 @@ a right on ``*`` covers every scope.
   take part in a reader group (read, compare-and-set and delete its state,
   list the scope's groups); listing every scope needs ``read`` on ``*``, since it
   names scopes of every tenant;
-- ``write``: append events (and so learn a writer's next event number);
+- ``write``: append events (and so learn a writer's next event number) and
+  assert event time (or mark a writer idle) on a stream;
 - ``manage``: create and delete scopes, create streams, scale, seal, truncate
   and delete them.
 
@@ -73,6 +74,7 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
     "TruncateStream": (Right.MANAGE, "scope", "scope"),
     "DescribeStream": (Right.READ, "scope", "scope"),
     "AppendEvents": (Right.WRITE, "segment", "segment"),
+    "AssertWatermark": (Right.WRITE, "scope", "scope"),
     "ReadSegment": (Right.READ, "segment", "segment"),
     "GetSegmentInfo": (Right.READ, "segment", "segment"),
     "PlanRead": (Right.READ, "segment", "segment"),

@@ -56,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         help="how often idle segments are looked for (default 1000)",
     )
     parser.add_argument(
+        "--writer-idle-timeout-ms",
+        type=int,
+        default=60_000,
+        help=(
+            "a writer that asserted event time and then neither writes nor asserts this long "
+            "is marked idle, so it stops holding the event-time watermark back; 0: never "
+            "(default 60000)"
+        ),
+    )
+    parser.add_argument(
         "--max-event-size", type=int, default=1024 * 1024, help="bytes (default 1 MiB)"
     )
     parser.add_argument(
@@ -115,6 +125,7 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         "max_watermark_lag_ms": args.max_watermark_lag_ms,
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
+        "writer_idle_timeout_ms": args.writer_idle_timeout_ms,
     }
     if (args.tls_cert is None) != (args.tls_key is None):
         _refuse("--tls-cert and --tls-key go together")

@@ -24,7 +24,7 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import MAX_READ_BYTES
 from connector.errors import TidemarkError
-from connector.model import ReadResult
+from connector.model import Fence, ReadResult
 from connector.ops import StoreMetrics
 from connector.server.messages import state_message, stream_message
 from connector.server.parked_reads import ParkedReads
@@ -155,6 +155,20 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             duplicates=result.duplicates,
         )
 
+    async def AssertWatermark(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        fences = {f.segment: Fence(f.discarded_from, f.next_event_number) for f in request.fences}
+        result = await self._change(
+            context,
+            self._store.assert_watermark,
+            request.scope,
+            request.stream,
+            request.writer_id,
+            request.number,
+            request.event_time if request.HasField("event_time") else None,
+            fences,
+        )
+        return _pb.AssertWatermarkResponse(stored=result.stored, segments=result.segments)
+
     async def ReadSegment(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         known = request.known_watermark if request.has_known_watermark else None
         # Larger answers would not fit a message; the reader asks again from next_offset.
@@ -175,6 +189,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             watermark=result.watermark,
             end_of_segment=result.end_of_segment,
             successors=result.successors,
+            event_time_watermark=result.event_time_watermark,
         )
 
     async def _park(
@@ -226,6 +241,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             end_of_segment=plan.end_of_segment,
             at_tail=plan.at_tail,
             successors=plan.successors,
+            event_time_watermark=plan.event_time_watermark,
         )
 
     async def TruncateStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
@@ -259,6 +275,13 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             key_low=info.key_low,
             key_high=info.key_high,
             first_offset=info.first_offset,
+            event_time_watermark=info.event_time_watermark,
+            writers=[
+                _pb.WriterAssertion(
+                    writer_id=w.writer_id, event_time=w.event_time, last_seen=w.last_seen
+                )
+                for w in info.writers
+            ],
         )
 
     async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102

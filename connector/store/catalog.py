@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from connector.errors import NotFoundError, ResourceExhaustedError
 from connector.names import SegmentId, validate_name
+from connector.store.assertions import apply_asserted, apply_timed_out
 from connector.store.open_files import OpenFiles
 from connector.store.records import (
     Committed,
@@ -33,6 +34,8 @@ from connector.store.records import (
     StreamState,
     StreamTruncated,
     Ticked,
+    WatermarkAsserted,
+    WritersTimedOut,
 )
 from connector.store.segment import Segment
 from connector.store.streams import (
@@ -202,6 +205,10 @@ class Catalog:
                     )
                 case Ticked(segment, time_ms):
                     self.segment_named(segment).apply_tick(time_ms)
+                case WatermarkAsserted(scope, stream):
+                    apply_asserted(self._streams[(scope, stream)], record)
+                case WritersTimedOut(scope, stream):
+                    apply_timed_out(self._streams[(scope, stream)], record)
                 case StateSet(key, value, revision):
                     self._states[key] = (value, revision)
                     self._deleted_states.pop(key, None)

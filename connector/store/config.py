@@ -28,6 +28,10 @@ class StorageConfig:
         max_event_size: the largest event accepted, in bytes.
         max_segments: how many segments the store holds at most; a creation
             or a scale that would pass it fails with RESOURCE_EXHAUSTED.
+        writer_idle_timeout_ms: a writer that asserted event time and then
+            neither writes nor asserts for this long is marked idle by the
+            store, so it stops holding the event-time watermark back (0:
+            never). Looked for every ``polling_period_ms``.
     """
 
     clock: Clock = field(default_factory=SystemClock)
@@ -35,6 +39,7 @@ class StorageConfig:
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
     max_segments: int = 100_000
+    writer_idle_timeout_ms: int = 60_000
 
     def __post_init__(self) -> None:
         if self.max_watermark_lag_ms < 0:
@@ -47,6 +52,10 @@ class StorageConfig:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
         _check_positive(self, "max_segments")
+        timeout = self.writer_idle_timeout_ms
+        if not isinstance(timeout, int) or timeout < 0:
+            msg = f"writer_idle_timeout_ms must be >= 0 (0: never), got {timeout!r}"
+            raise InvalidArgumentError(msg)
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,9 @@ class StoreObserver:
 
     def ticked(self, segments: int) -> None:
         """``segments`` idle segments got an idle tick."""
+
+    def timed_out(self, writers: int) -> None:
+        """``writers`` silent writers were marked idle (their event time no longer holds)."""
 
 
 def default_open_files() -> int:

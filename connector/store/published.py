@@ -3,16 +3,18 @@
 A :class:`PublishedSegment` holds a segment's identity and lineage and its
 *published* state: the committed end, the seal, the first readable offset
 (truncation), LAST_WRITE_TIME, the watermark index and the sparse event
-boundaries, and the writers' event numbers. Records are applied to it once
-they are durable (:meth:`apply_commit`, :meth:`apply_tick`, :meth:`seal`,
-:meth:`truncate`); readers read from it, wait at its tail (with a thread, or
+boundaries, the writers' event numbers, and the event time the writers
+asserted (their marks and the event-time index, :mod:`.event_time`).
+Records are applied to it once they are durable (:meth:`apply_commit`,
+:meth:`apply_tick`, :meth:`apply_marks`, :meth:`seal`, :meth:`truncate`);
+readers read from it, wait at its tail (with a thread, or
 without one through :meth:`watch_tail`) and check offsets against it. Its
 bytes come from :meth:`read_bytes`, which each storage provides: the file
 store reads its data file, the JetStream store the messages holding them.
 
-The *pending* fields (``pending_end``, ``pending_time``, ``pending_sealed``)
-are the view of whoever prepares the next change: never ahead of what is
-durable in a way a reader could see. The published fields are guarded by
+The *pending* fields (``pending_end``, ``pending_time``, ``pending_sealed``,
+the pending writer marks) are the view of whoever prepares the next change:
+never ahead of what is durable in a way a reader could see. The published fields are guarded by
 the segment's condition, which readers wait on at the tail.
 """
 
@@ -26,8 +28,17 @@ from dataclasses import dataclass
 
 from connector.errors import InvalidArgumentError, TruncatedError
 from connector.framing import lands_on_boundary, scan_end
-from connector.model import SegmentInfo
+from connector.model import SegmentInfo, WriterAssertion
 from connector.store.boundaries import STRIDE, SparseBoundaries
+from connector.store.event_time import (
+    Marks,
+    WriterMark,
+    after_append,
+    caught_up,
+    held_time,
+    inherited_marks,
+)
+from connector.store.event_time_index import EventTimeIndex
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["PublishedSegment", "SegmentSnapshot"]
@@ -54,6 +65,8 @@ class SegmentSnapshot:
     committed_end: int
     watermark: int
     sealed: bool
+    #: The writers' event-time watermark at the tail (None: no active writer holds it).
+    event_time: int | None = None
 
 
 class PublishedSegment:
@@ -90,6 +103,9 @@ class PublishedSegment:
         self.head = 0
         self.last_write_time = creation_time
         self._index = WatermarkIndex(creation_time)
+        # The writers' marks (seed 002) and the event-time index they give, published.
+        self._marks: dict[str, WriterMark] = {}
+        self._event_index = EventTimeIndex()
         self._checkpoints = SparseBoundaries()
         # Mid-batch offsets handed out as a read's next offset: known event boundaries,
         # so a sequential reader's next read is not checked by rescanning its batch.
@@ -99,6 +115,9 @@ class PublishedSegment:
         self.pending_time = creation_time
         self.pending_sealed = False
         self._writer_numbers: dict[str, int] = {}
+        # The marks as the next change sees them: a storage that prepares several changes
+        # before they are durable stages them here (stage_mark); applying catches it up.
+        self._pending_marks: dict[str, WriterMark] = {}
 
     # --- preparing changes --------------------------------------------------------
 
@@ -125,6 +144,34 @@ class PublishedSegment:
         """Each writer's last event number here (a copy)."""
         return dict(self._writer_numbers)
 
+    def pending_marks(self) -> Marks:
+        """The writers' marks as the next change sees them (do not change the mapping)."""
+        return self._pending_marks
+
+    def stage_mark(self, writer_id: str, mark: WriterMark) -> Callable[[], None]:
+        """Sets a writer's pending mark; returns the step that takes it back if the change fails."""
+        previous = self._pending_marks.get(writer_id)
+        self._pending_marks[writer_id] = mark
+
+        def undo() -> None:
+            if previous is None:
+                self._pending_marks.pop(writer_id, None)
+            else:
+                self._pending_marks[writer_id] = previous
+
+        return undo
+
+    def inherit_marks(self, predecessors: Sequence[Marks]) -> None:
+        """Starts a new segment with the marks its predecessors held at their seal.
+
+        Call before any change of the segment is applied.
+        """
+        marks = inherited_marks(predecessors, self.creation_time)
+        with self._changed:
+            self._marks = marks
+            self._event_index = EventTimeIndex(held_time(marks))
+        self._pending_marks = dict(marks)
+
     # --- applying durable records -------------------------------------------------
 
     def apply_commit(
@@ -145,12 +192,39 @@ class PublishedSegment:
             last_event_number, self._writer_numbers.get(writer_id, -1)
         )
         self._catch_up(end, time_ms)
-        self._publish(end, time_ms, checkpoints=checkpoints, events=events)
+        marks = None
+        if writer_id in self._marks:  # an asserting writer was seen: its idle timeout restarts
+            marks = after_append(self._marks, writer_id, time_ms)
+            self._catch_up_marks(marks, (writer_id,))
+        self._publish(end, time_ms, checkpoints=checkpoints, events=events, marks=marks)
 
     def apply_tick(self, time_ms: int) -> None:
         """Publishes an idle tick: the tail's watermark moves to ``time_ms - 1``."""
         self._catch_up(self.committed_end, time_ms)
         self._publish(self.committed_end, time_ms)
+
+    def apply_marks(self, marks: Marks, changed: Sequence[str], time_ms: int) -> None:
+        """Publishes a change of event time at ``time_ms``: ``marks`` are the writers' marks now.
+
+        A temporal operation, as an idle tick is: the tail's ingestion
+        watermark moves to ``time_ms - 1``, and the event-time watermark from
+        the tail on is what ``marks`` hold. ``changed`` names the writers the
+        change touched (for the pending view).
+        """
+        self._catch_up(self.committed_end, time_ms)
+        self._catch_up_marks(marks, changed)
+        self._publish(self.committed_end, time_ms, marks=marks)
+
+    def marks(self) -> Marks:
+        """The writers' published marks (do not change the mapping)."""
+        with self._changed:
+            return self._marks
+
+    def _catch_up_marks(self, marks: Marks, changed: Sequence[str]) -> None:
+        for writer_id in changed:
+            self._pending_marks[writer_id] = caught_up(
+                self._pending_marks.get(writer_id), marks[writer_id]
+            )
 
     def seal(self, time_ms: int, successors: tuple[str, ...] | None = None) -> None:
         """Publishes the seal at ``time_ms`` (and the successors, after a scale)."""
@@ -189,12 +263,16 @@ class PublishedSegment:
         sealed: bool = False,
         checkpoints: Sequence[int] = (),
         events: int | None = 0,
+        marks: Marks | None = None,
     ) -> None:
         with self._changed:
             self._checkpoints.add(checkpoints)
             self.committed_end = end
             self.last_write_time = time_ms
             self._index.record(end - 1, time_ms - 1, events)
+            if marks is not None:
+                self._marks = dict(marks)
+                self._event_index.record(end - 1, held_time(marks))
             self.sealed = self.sealed or sealed
             self._changed.notify_all()
             self._fire_watches(everyone=False)
@@ -206,14 +284,35 @@ class PublishedSegment:
         raise NotImplementedError
 
     def snapshot(self) -> SegmentSnapshot:
-        """The published end, tail watermark and seal, read consistently."""
+        """The published end, tail watermarks and seal, read consistently."""
         with self._changed:
-            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
+            return self._snapshot()
+
+    def _snapshot(self) -> SegmentSnapshot:
+        return SegmentSnapshot(
+            self.committed_end, self._index.latest, self.sealed, self._event_index.latest
+        )
 
     def watermark_after(self, end_offset: int) -> int:
         """The watermark that holds once the data before ``end_offset`` is consumed."""
         with self._changed:
             return self._index.watermark_after(end_offset)
+
+    def watermarks_after(self, end_offset: int) -> tuple[int, int | None]:
+        """The ingestion and event-time watermarks once the data before ``end_offset`` is consumed.
+
+        Read together, so the two come from the same published state.
+        """
+        with self._changed:
+            return (
+                self._index.watermark_after(end_offset),
+                self._event_index.time_after(end_offset),
+            )
+
+    def event_index_entries(self) -> tuple[list[int], list[int | None]]:
+        """The event-time index's offsets and times (copies)."""
+        with self._changed:
+            return self._event_index.entries()
 
     def index_entries(self) -> tuple[list[int], list[int], list[int] | None]:
         """The watermark index's offsets, watermarks and event counts (copies)."""
@@ -270,7 +369,7 @@ class PublishedSegment:
             self._changed.wait_for(
                 lambda: self._tail_moved(offset, known) or stopping.is_set(), timeout=timeout_s
             )
-            return SegmentSnapshot(self.committed_end, self._index.latest, self.sealed)
+            return self._snapshot()
 
     def watch_tail(
         self, offset: int, known_watermark: int | None, wake: Callable[[], None]
@@ -373,8 +472,13 @@ class PublishedSegment:
             raise InvalidArgumentError(msg)
 
     def info(self) -> SegmentInfo:
-        """The segment's published attributes."""
+        """The segment's published attributes, with its active writers' last assertions."""
         with self._changed:
+            writers = tuple(
+                WriterAssertion(writer_id, m.event_time, m.last_seen)
+                for writer_id, m in sorted(self._marks.items())
+                if m.active and m.event_time is not None
+            )
             return SegmentInfo(
                 segment=self.name,
                 creation_time=self.creation_time,
@@ -385,6 +489,8 @@ class PublishedSegment:
                 key_low=self.key_low,
                 key_high=self.key_high,
                 first_offset=self.head,
+                event_time_watermark=self._event_index.latest,
+                writers=writers,
             )
 
     def __repr__(self) -> str:

@@ -59,7 +59,7 @@ def plan_read(
         if walk.events == 0:  # one event larger than the budget: planned alone
             walk.run_one()
     stop = walk.position
-    watermark = segment.watermark_after(stop)
+    watermark, event_time = segment.watermarks_after(stop)
     if walk.last_time is not None:
         watermark = max(watermark, walk.last_time - 1)
     end_of_segment = snapshot.sealed and stop == end
@@ -72,6 +72,7 @@ def plan_read(
         end_of_segment=end_of_segment,
         at_tail=stop == end,
         successors=segment.successors if end_of_segment else (),
+        event_time_watermark=event_time,
     )
 
 

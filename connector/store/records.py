@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from connector.errors import FailedPreconditionError
+from connector.store.event_time import WriterMark
 
 __all__ = [
     "Committed",
@@ -33,7 +34,10 @@ __all__ = [
     "StreamSealed",
     "StreamState",
     "StreamTruncated",
+    "SegmentTime",
     "Ticked",
+    "WatermarkAsserted",
+    "WritersTimedOut",
     "decode",
     "encode",
 ]
@@ -51,6 +55,14 @@ class KeyRange:
 @dataclass(frozen=True)
 class SegmentSealing:
     """A segment being sealed by a scale or a stream seal, at ``time_ms``."""
+
+    number: int
+    time_ms: int
+
+
+@dataclass(frozen=True)
+class SegmentTime:
+    """A segment a change of event time reached, and that change's time on its clock."""
 
     number: int
     time_ms: int
@@ -149,6 +161,36 @@ class Ticked:
 
 
 @dataclass(frozen=True)
+class WatermarkAsserted:
+    """A writer's assertion (seed 002's W_SET) or idle mark (W_IDLE: ``event_time`` None).
+
+    It reached the stream's open ``segments``, each at its own time (a
+    temporal operation, like an idle tick), numbered ``number`` in the
+    writer's sequence. ``fences`` are ``(segment number, last event number)``:
+    numbers the writer discarded without learning their fate, up to which
+    no late copy may be stored any more.
+    """
+
+    scope: str
+    stream: str
+    writer_id: str
+    number: int
+    event_time: int | None
+    segments: tuple[SegmentTime, ...]
+    fences: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class WritersTimedOut:
+    """The store marked writers idle that were silent for its idle timeout, on ``segments``."""
+
+    scope: str
+    stream: str
+    writer_ids: tuple[str, ...]
+    segments: tuple[SegmentTime, ...]
+
+
+@dataclass(frozen=True)
 class StateSet:
     """A state value was stored under ``key`` at ``revision``."""
 
@@ -190,6 +232,9 @@ class SegmentState:
     checkpoints: tuple[int, ...]
     writer_numbers: Mapping[str, int]
     head: int = 0
+    event_index_offsets: tuple[int, ...] = (-1,)
+    event_index_times: tuple[int | None, ...] = (None,)
+    writer_marks: Mapping[str, WriterMark] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,6 +258,8 @@ Record = (
     | StreamTruncated
     | Committed
     | Ticked
+    | WatermarkAsserted
+    | WritersTimedOut
     | StateSet
     | StateDeleted
     | StreamState
@@ -260,6 +307,16 @@ def encode(record: Record) -> dict[str, Any]:
             return encoded
         case Ticked(segment, time_ms):
             return {"op": "tick", "seg": segment, "t": time_ms}
+        case WatermarkAsserted(scope, stream, writer_id, number, event_time, segments, fences):
+            encoded = {"op": "assert", "scope": scope, "stream": stream, "w": writer_id}
+            encoded.update(k=number, et=event_time, segs=[[s.number, s.time_ms] for s in segments])
+            if fences:
+                encoded["f"] = [list(fence) for fence in fences]
+            return encoded
+        case WritersTimedOut(scope, stream, writer_ids, segments):
+            encoded = {"op": "writers_idle", "scope": scope, "stream": stream}
+            encoded.update(ws=list(writer_ids), segs=[[s.number, s.time_ms] for s in segments])
+            return encoded
         case StateSet(key, value, revision):
             value_text = base64.b64encode(value).decode()
             return {"op": "state", "key": key, "rev": revision, "v": value_text}
@@ -322,6 +379,23 @@ def decode(encoded: Mapping[str, Any]) -> Record:
         )
     if op == "tick":
         return Ticked(encoded["seg"], encoded["t"])
+    if op == "assert":
+        return WatermarkAsserted(
+            encoded["scope"],
+            encoded["stream"],
+            encoded["w"],
+            encoded["k"],
+            encoded["et"],
+            tuple(SegmentTime(*s) for s in encoded["segs"]),
+            tuple((number, last) for number, last in encoded.get("f", ())),
+        )
+    if op == "writers_idle":
+        return WritersTimedOut(
+            encoded["scope"],
+            encoded["stream"],
+            tuple(encoded["ws"]),
+            tuple(SegmentTime(*s) for s in encoded["segs"]),
+        )
     if op == "state":
         return StateSet(encoded["key"], base64.b64decode(encoded["v"]), encoded["rev"])
     if op == "delete_state":
@@ -356,12 +430,18 @@ def _encode_segment(state: SegmentState) -> dict[str, Any]:
         "b": list(state.checkpoints),
         "w": dict(state.writer_numbers),
         "head": state.head,
+        "et": [list(state.event_index_offsets), list(state.event_index_times)],
+        "wm": {
+            writer_id: [m.event_time, m.number, m.active, m.since, m.last_seen]
+            for writer_id, m in state.writer_marks.items()
+        },
     }
 
 
 def _decode_segment(encoded: Mapping[str, Any]) -> SegmentState:
     offsets, watermarks = encoded["idx"]
     counts = encoded.get("cnt")
+    event_offsets, event_times = encoded.get("et", [[-1], [None]])
     return SegmentState(
         number=encoded["n"],
         key_low=encoded["lo"],
@@ -380,4 +460,8 @@ def _decode_segment(encoded: Mapping[str, Any]) -> SegmentState:
         checkpoints=tuple(encoded.get("b", ())),
         writer_numbers=dict(encoded["w"]),
         head=encoded.get("head", 0),
+        # Journals written before writers asserted event time have neither: no writer, no index.
+        event_index_offsets=tuple(event_offsets),
+        event_index_times=tuple(event_times),
+        writer_marks={w: WriterMark(*m) for w, m in encoded.get("wm", {}).items()},
     )

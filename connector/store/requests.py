@@ -20,12 +20,14 @@ from connector.errors import (
     quoted,
 )
 from connector.framing import MAX_ROUTING_KEY_BYTES
+from connector.model import Fence
 from connector.names import validate_name
 from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE
 
 __all__ = [
     "MAX_STATE_KEY",
     "check_append",
+    "check_assertion",
     "check_cut",
     "check_max_bytes",
     "check_offset",
@@ -62,18 +64,8 @@ def check_append(
         InvalidArgumentError: a bad writer id, number, empty batch or key.
         ResourceExhaustedError: too many events, or an event over ``max_event_size``.
     """
-    if not writer_id or len(writer_id) > 256:
-        msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
-        raise InvalidArgumentError(msg)
-    if first_event_number < 0:
-        msg = f"first_event_number must be >= 0, got {first_event_number!r}"
-        raise InvalidArgumentError(msg)
-    if discarded_from is not None and not 0 <= discarded_from <= first_event_number:
-        msg = (
-            f"discarded_from must be 0 to first_event_number ({first_event_number}), "
-            f"got {discarded_from!r}"
-        )
-        raise InvalidArgumentError(msg)
+    _check_writer_id(writer_id)
+    _check_numbers("first_event_number", first_event_number, discarded_from)
     if not events:
         msg = f"an append to {segment!r} needs at least one event"
         raise InvalidArgumentError(msg)
@@ -100,6 +92,51 @@ def check_append(
                 f"over the limit of {max_event_size}"
             )
             raise ResourceExhaustedError(msg, cause="event_too_large")
+
+
+def check_assertion(
+    scope: str,
+    stream: str,
+    writer_id: str,
+    number: int,
+    event_time: int | None,
+    fences: Mapping[str, Fence],
+) -> None:
+    """Refuses a malformed assertion: its stream's name, writer id, number, event time or fences.
+
+    ``fences`` maps a segment name to the numbers the writer gave up on there.
+
+    Raises:
+        InvalidArgumentError: naming the bad value and the argument.
+    """
+    validate_name("scope", scope)
+    validate_name("stream", stream)
+    _check_writer_id(writer_id)
+    if not isinstance(number, int) or number < 0:
+        msg = f"assertion number must be >= 0, got {number!r}"
+        raise InvalidArgumentError(msg)
+    if event_time is not None and (not isinstance(event_time, int) or event_time < 0):
+        msg = f"event_time must be epoch milliseconds >= 0, got {event_time!r}"
+        raise InvalidArgumentError(msg)
+    for segment, fence in fences.items():
+        name = f"next_event_number of fence {segment!r}"
+        _check_numbers(name, fence.next_event_number, fence.discarded_from)
+
+
+def _check_writer_id(writer_id: str) -> None:
+    if not writer_id or len(writer_id) > 256:
+        msg = f"writer_id must be 1 to 256 characters, got {quoted(writer_id)}"
+        raise InvalidArgumentError(msg)
+
+
+def _check_numbers(name: str, first: int, discarded_from: int | None) -> None:
+    """Refuses a negative event number, or a ``discarded_from`` outside 0 to it."""
+    if first < 0:
+        msg = f"{name} must be >= 0, got {first!r}"
+        raise InvalidArgumentError(msg)
+    if discarded_from is not None and not 0 <= discarded_from <= first:
+        msg = f"discarded_from must be 0 to {name} ({first}), got {discarded_from!r}"
+        raise InvalidArgumentError(msg)
 
 
 def duplicates_in_batch(

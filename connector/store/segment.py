@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from connector.store.boundaries import SparseBoundaries
 from connector.store.disk import write_all
+from connector.store.event_time_index import EventTimeIndex
 from connector.store.open_files import OpenFiles
 from connector.store.published import PublishedSegment, SegmentSnapshot
 from connector.store.records import SegmentState
@@ -68,12 +69,18 @@ class Segment(PublishedSegment):
         segment._checkpoints = SparseBoundaries(state.checkpoints)
         segment._writer_numbers = dict(state.writer_numbers)
         segment.head = state.head
+        segment._event_index = EventTimeIndex.restored(
+            list(state.event_index_offsets), list(state.event_index_times)
+        )
+        segment._marks = dict(state.writer_marks)
+        segment._pending_marks = dict(state.writer_marks)
         return segment
 
     def state(self) -> SegmentState:
         """The segment's durable state, for a compacted journal (between groups only)."""
         offsets, watermarks = self._index.entries()
         counts = self._index.counts()
+        event_offsets, event_times = self._event_index.entries()
         return SegmentState(
             number=self.number,
             key_low=self.key_low,
@@ -92,6 +99,9 @@ class Segment(PublishedSegment):
             checkpoints=tuple(self._checkpoints.entries()),
             writer_numbers=dict(self._writer_numbers),
             head=self.head,
+            event_index_offsets=tuple(event_offsets),
+            event_index_times=tuple(event_times),
+            writer_marks=dict(self._marks),
         )
 
     # --- the sequencer's side -------------------------------------------------
@@ -123,6 +133,24 @@ class Segment(PublishedSegment):
                 self._writer_numbers[writer_id] = previous_number
 
         return self.pending_end, undo
+
+    def stage_fence(self, writer_id: str, last_event_number: int) -> Callable[[], None]:
+        """Takes ``writer_id``'s numbers up to ``last_event_number`` as used (an assertion's fence).
+
+        Returns the step that takes it back should its group fail.
+        """
+        previous = self._writer_numbers.get(writer_id)
+        self._writer_numbers[writer_id] = max(
+            last_event_number, -1 if previous is None else previous
+        )
+
+        def undo() -> None:
+            if previous is None:
+                self._writer_numbers.pop(writer_id, None)
+            else:
+                self._writer_numbers[writer_id] = previous
+
+        return undo
 
     def begin_seal(self) -> Callable[[], None]:
         """Refuses further appends from now on; returns the step that takes it back."""

@@ -19,6 +19,8 @@ from connector.background import TaskStatus
 from connector.errors import InvalidArgumentError
 from connector.model import (
     AppendResult,
+    AssertionResult,
+    Fence,
     PlannedRead,
     ReadResult,
     SegmentInfo,
@@ -103,6 +105,23 @@ class Storage(Protocol):
         """
         ...
 
+    def assert_watermark(
+        self,
+        scope: str,
+        stream: str,
+        writer_id: str,
+        number: int,
+        event_time: int | None,
+        fences: Mapping[str, Fence] | None = None,
+    ) -> AssertionResult:
+        """Records a writer's assertion (``event_time``; None: idle) on every open segment.
+
+        Returns once durable. Decided and applied by the rules of
+        :mod:`connector.store.assertions` (a duplicate number changes
+        nothing; an event time below the writer's previous one is refused).
+        """
+        ...
+
     def read(
         self,
         segment: str,
@@ -182,6 +201,10 @@ class Storage(Protocol):
 
     def advance_idle_segments(self) -> int:
         """Gives every open segment idle past ``max_watermark_lag_ms`` an idle tick."""
+        ...
+
+    def mark_silent_writers_idle(self) -> int:
+        """Marks idle every writer silent for over ``writer_idle_timeout_ms``; returns how many."""
         ...
 
     @property

@@ -9,10 +9,13 @@ could take back. Each change is one typed journal record
 (:mod:`~connector.store.records`) applied to the :mod:`~connector.store.catalog`;
 a :class:`~connector.store.segment.Segment` keeps its own data file, watermark
 index and lock. The idle advancer gives segments without writes idle ticks, so
-their watermarks move (PDP 26). The advancer and journal compaction are
-background tasks (:mod:`connector.background`): a failed round is logged once,
-counted and retried a period later, and :meth:`SegmentStore.background_status`
-says how each is doing.
+their watermarks move (PDP 26). Writers assert event time on a stream
+(seed 002, :mod:`~connector.store.assertions`); writers that fall silent are
+marked idle after ``writer_idle_timeout_ms``. The advancer, the writers'
+timeouts and journal compaction are background tasks
+(:mod:`connector.background`): a failed round is logged once, counted and
+retried a period later, and :meth:`SegmentStore.background_status` says how
+each is doing.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from connector.errors import (
 from connector.framing import encode_frames
 from connector.model import (
     AppendResult,
+    AssertionResult,
+    Fence,
     PlannedRead,
     ReadResult,
     SegmentInfo,
@@ -40,6 +45,7 @@ from connector.model import (
     TruncationResult,
 )
 from connector.names import state_key_scope, validate_name
+from connector.store.assertions import assertion_record, marks_after, timeout_record
 from connector.store.boundaries import checkpoints
 from connector.store.catalog import Catalog
 from connector.store.compaction import Compaction
@@ -56,10 +62,13 @@ from connector.store.records import (
     StateSet,
     StreamDeleted,
     Ticked,
+    WatermarkAsserted,
+    WritersTimedOut,
 )
 from connector.store.recovery import open_journal, recover
 from connector.store.requests import (
     check_append,
+    check_assertion,
     check_cut,
     check_max_bytes,
     check_offset,
@@ -72,6 +81,7 @@ from connector.store.requests import (
 from connector.store.segment import Segment
 from connector.store.sequencer import Publish, Sequencer
 from connector.store.streams import (
+    StreamEntry,
     created_record,
     scale_record,
     seal_record,
@@ -136,6 +146,14 @@ class SegmentStore:
             self._idle_ticks = BackgroundTask(
                 "idle_ticks",
                 self.advance_idle_segments,
+                period_ms=config.polling_period_ms,
+                clock=self._clock,
+            ).start()
+        self._writer_timeouts: BackgroundTask | None = None
+        if config.polling_period_ms is not None and config.writer_idle_timeout_ms > 0:
+            self._writer_timeouts = BackgroundTask(
+                "writer_idle_timeouts",
+                self.mark_silent_writers_idle,
                 period_ms=config.polling_period_ms,
                 clock=self._clock,
             ).start()
@@ -372,6 +390,119 @@ class SegmentStore:
 
         return published
 
+    def assert_watermark(
+        self,
+        scope: str,
+        stream: str,
+        writer_id: str,
+        number: int,
+        event_time: int | None,
+        fences: Mapping[str, Fence] | None = None,
+    ) -> AssertionResult:
+        """Records ``writer_id``'s assertion ``number`` on every open segment; returns once durable.
+
+        ``event_time``: every later event of the writer has an event time
+        above it (seed 002's W_SET; the writer joins the set if it was not
+        in it). None marks the writer idle (W_IDLE): it stops holding the
+        event-time watermark back until its next assertion. It applies from
+        each open segment's end, after every event of the writer stored so
+        far, and is a temporal operation there (like an idle tick). A number
+        at or below the writer's latest is a duplicate: nothing changes, and
+        the result says ``stored=False``. ``fences`` close the gaps of event
+        numbers the writer discarded (see :class:`~connector.model.Fence`).
+
+        Raises:
+            NotFoundError: no such stream, or a fence's segment.
+            FailedPreconditionError: the stream is sealed; a fence leaves a gap.
+            InvalidArgumentError: ``event_time`` is below the writer's previous
+                assertion (both named), or a malformed argument.
+        """
+        given = dict(fences or {})
+        check_assertion(scope, stream, writer_id, number, event_time, given)
+
+        def prepare() -> Publish:
+            target = self._catalog.stream(scope, stream)
+            times = {n: s.pending_time for n, s in target.segments.items()}
+            record = assertion_record(
+                target, writer_id, number, event_time, given, self._clock.now_ms()
+            )
+            if record is None:
+                names = tuple(s.name for s in target.segments.values() if not s.pending_sealed)
+                return lambda: AssertionResult(False, tuple(sorted(names)))
+            self._stage_marks(target, record, times)
+            for segment_number, last in record.fences:
+                self._sequencer.on_failure(
+                    target.segments[segment_number].stage_fence(writer_id, last)
+                )
+            publish = self._sequencer.record(record)
+            names = tuple(target.segments[s.number].name for s in record.segments)
+
+            def published() -> AssertionResult:
+                publish()
+                return AssertionResult(True, names)
+
+            return published
+
+        return self._sequencer.submit(prepare, barrier=False)
+
+    def mark_silent_writers_idle(self) -> int:
+        """Marks idle every writer silent for over ``writer_idle_timeout_ms``; returns how many.
+
+        A writer that asserted event time and since neither appended to nor
+        asserted on any open segment of the stream for that long (by the
+        store's clock) no longer holds the event-time watermark back: a
+        crashed writer holds it back for a bounded time, not forever. It
+        joins again with its next assertion.
+
+        Raises:
+            ResourceExhaustedError: the marks could not be stored (a full
+                disk); none was, and the same writers are due again.
+            StoreUnavailableError: the store is closed or failed.
+        """
+
+        def prepare() -> Publish:
+            now = self._clock.now_ms()
+            timeout = self.config.writer_idle_timeout_ms
+            publishes = []
+            silent = 0
+            for target in self._catalog.streams():
+                times = {n: s.pending_time for n, s in target.segments.items()}
+                record = timeout_record(target, now, timeout)
+                if record is None:
+                    continue
+                self._stage_marks(target, record, times)
+                publishes.append(self._sequencer.record(record))
+                silent += len(record.writer_ids)
+
+            def published() -> int:
+                for publish in publishes:
+                    publish()
+                if silent:
+                    self.observer.timed_out(silent)
+                return silent
+
+            return published
+
+        return self._sequencer.submit(prepare, barrier=False)
+
+    def _stage_marks(
+        self,
+        target: StreamEntry[Segment],
+        record: WatermarkAsserted | WritersTimedOut,
+        times: Mapping[int, int],
+    ) -> None:
+        """Stages a change of event time in the segments' pending view, undone should it fail."""
+        for stamp in record.segments:
+            segment = target.segments[stamp.number]
+            marks, changed = marks_after(segment.pending_marks(), record, stamp.time_ms)
+            for writer_id in changed:
+                self._sequencer.on_failure(segment.stage_mark(writer_id, marks[writer_id]))
+
+            def restore_time(segment: Segment = segment) -> None:
+                segment.pending_time = times[segment.number]
+
+            self._sequencer.on_failure(restore_time)
+
     def read(
         self,
         segment: str,
@@ -430,14 +561,16 @@ class SegmentStore:
             stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
             data = target.read_bytes(offset, stop)
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
+        watermark, event_time = target.watermarks_after(stop)
         return ReadResult(
             segment=segment,
             offset=offset,
             next_offset=stop,
             data=data,
-            watermark=target.watermark_after(stop),
+            watermark=watermark,
             end_of_segment=end_of_segment,
             successors=target.successors if end_of_segment else (),
+            event_time_watermark=event_time,
         )
 
     def watch_tail(
@@ -561,13 +694,13 @@ class SegmentStore:
         return not self._closed.is_set() and self._sequencer.accepting_writes
 
     def background_status(self) -> list[TaskStatus]:
-        """How the store's background tasks are doing: journal compaction, and idle ticks if on.
+        """How the store's background tasks are doing: compaction, idle ticks and timeouts if on.
 
         A task whose rounds fail goes on trying every period; its status
         says how many failed, when one last succeeded and whether it is
         stalled (see :mod:`connector.background`).
         """
-        tasks = [self._compaction, self._idle_ticks]
+        tasks = [self._compaction, self._idle_ticks, self._writer_timeouts]
         return [task.status() for task in tasks if task is not None]
 
     def journal_size(self) -> int:
@@ -676,8 +809,9 @@ class SegmentStore:
         """Stops the sequencer and the advancer and closes files; closing twice is harmless."""
         if self._closed.is_set():
             return
-        if self._idle_ticks is not None:
-            self._idle_ticks.stop()
+        for task in (self._idle_ticks, self._writer_timeouts):
+            if task is not None:
+                task.stop()
         self._sequencer.stop()
         self._closed.set()
         for segment in self._catalog.segments():

@@ -183,13 +183,19 @@ def apply_created(entry: StreamEntry[S], record: StreamCreated, make: MakeSegmen
 
 
 def apply_scaled(entry: StreamEntry[S], record: StreamScaled, make: MakeSegment[S]) -> list[S]:
-    """Seals the scaled segments and adds their successors, one epoch on; returns the successors."""
+    """Seals the scaled segments and adds their successors, one epoch on; returns the successors.
+
+    The successors start with the writers' marks their predecessors held at
+    their seal (see :func:`connector.store.event_time.inherited_marks`).
+    """
     entry.epoch += 1
     predecessors = tuple(entry.segments[s.number].name for s in record.sealed)
+    marks = [entry.segments[s.number].marks() for s in record.sealed]
     created = [
         make(entry, r.number, r.low, r.high, record.time_ms, predecessors) for r in record.created
     ]
     for segment in created:
+        segment.inherit_marks(marks)
         _place(entry, segment)
     successors = tuple(s.name for s in created)
     for sealing in record.sealed:
