@@ -6,7 +6,10 @@ a staircase below the clock (it rises only at idle ticks); a stalled reader
 group as a flat line falling ever further behind, and a note under the
 picture says why each group is held back (no readers, which segment, which
 reader). Lines that coincide stay visible: each is drawn narrower and on top
-of the one before, with its own dash pattern.
+of the one before, with its own dash pattern. The event time each segment's
+writers asserted is a line of its own (``event time ...``): a slow writer
+shows as a line lagging below, which jumps up once the writer marks itself
+idle or times out.
 
 :func:`picture` decides what is drawn (a plain value); :func:`plot` draws it.
 """
@@ -105,6 +108,13 @@ def picture(reports: Sequence[WatermarkReport]) -> Picture:
             if s.segment == name and 0 <= s.watermark < END_OF_TIME
         ]
         series.append((f"segment {name}", points))
+        asserted = [
+            (r.now, s.event_time_watermark)
+            for r in reports
+            for s in r.segments
+            if s.segment == name and s.event_time_watermark is not None
+        ]
+        series.append((f"event time {name} (writers)", asserted))
     for name in sorted({g.group for r in reports for g in r.groups}):
         points = [
             (r.now, g.watermark)

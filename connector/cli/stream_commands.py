@@ -13,7 +13,7 @@ from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup
 from connector.cli.params import STREAM_NAME
 from connector.cli.scope_commands import names_shown
 from connector.cli.tail import EventSeen, tail
-from connector.cli.watermark_commands import watermark_text
+from connector.cli.watermark_commands import event_time_text, watermark_text
 from connector.client import BytesSerializer, EventWriter, StoreClient, StreamManager
 from connector.clock import utc_text
 from connector.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
@@ -86,8 +86,8 @@ def stream_create(settings: Settings, name: StreamId, segments: int, if_not_exis
     return _described(created, created=True)
 
 
-def _extent(client: StoreClient, segment: str) -> dict[str, int]:
-    """A segment's readable bytes and events, tail offset and watermark, as the store has them."""
+def _extent(client: StoreClient, segment: str) -> dict[str, Any]:
+    """A segment's readable bytes and events, tail offset and watermarks, as the store has them."""
     info = client.segment_info(segment)
     planned = client.plan_read(segment, info.first_offset)
     return {
@@ -97,17 +97,47 @@ def _extent(client: StoreClient, segment: str) -> dict[str, int]:
         "events": planned.events,
         "watermark": info.watermark,
         "last_write_time": info.last_write_time,
+        "event_time_watermark": info.event_time_watermark,
+        "writers": [asdict(w) for w in info.writers],
+        "sealed": info.sealed,
     }
 
 
-def _sizes_text(stream: str, extents: dict[str, dict[str, int]]) -> str:
+def _active_writers(extents: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The writers active on the open segments, with their last assertions (the same on each)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for extent in extents.values():
+        if extent["sealed"]:
+            continue
+        for writer in extent["writers"]:
+            seen = latest.get(writer["writer_id"])
+            if seen is None or writer["last_seen"] > seen["last_seen"]:
+                latest[writer["writer_id"]] = writer
+    return [latest[w] for w in sorted(latest)]
+
+
+def _writers_text(writers: list[dict[str, Any]]) -> str:
+    if not writers:
+        return "  no active writer asserts event time"
+    lines = [f"  {'WRITER':<36} {'LAST ASSERTION':<24} LAST SEEN"]
+    for w in writers:
+        lines.append(
+            f"  {w['writer_id']:<36} {watermark_text(w['event_time']):<24} "
+            f"{utc_text(w['last_seen'])}"
+        )
+    return "\n".join(lines)
+
+
+def _sizes_text(stream: str, extents: dict[str, dict[str, Any]]) -> str:
     lines = [
-        f"  {'SEGMENT':<24} {'FIRST':>10} {'TAIL':>12} {'BYTES':>12} {'EVENTS':>10}  WATERMARK"
+        f"  {'SEGMENT':<24} {'FIRST':>10} {'TAIL':>12} {'BYTES':>12} {'EVENTS':>10}  "
+        f"{'WATERMARK':<24} EVENT TIME (WRITERS)"
     ]
     for segment, e in extents.items():
         lines.append(
             f"  {segment:<24} {e['first_offset']:>10} {e['tail_offset']:>12} {e['bytes']:>12} "
-            f"{e['events']:>10}  {watermark_text(e['watermark'])}"
+            f"{e['events']:>10}  {watermark_text(e['watermark']):<24} "
+            f"{event_time_text(e['event_time_watermark'])}"
         )
     events = sum(e["events"] for e in extents.values())
     size = sum(e["bytes"] for e in extents.values())
@@ -123,19 +153,23 @@ def stream_describe(settings: Settings, name: StreamId) -> Shown:
 
     Per segment: its first readable offset (0 unless truncated), its tail
     offset (where the next event goes), the bytes and events between them,
-    and its watermark.
+    its watermark and the event-time watermark its writers asserted. Then
+    the writers active on the open segments, with their last assertion.
     """
     client = settings.client()
     description = client.describe_stream(name.scope, name.stream)
     extents = {s.segment: _extent(client, s.segment) for s in description.segments}
+    writers = _active_writers(extents)
     shown = _described(
         description,
         events=sum(e["events"] for e in extents.values()),
         bytes=sum(e["bytes"] for e in extents.values()),
+        writers=writers,
     )
     for segment in shown.value["segments"]:
-        segment.update(extents[segment["segment"]])
-    return Shown(shown.value, f"{shown.text}\n{_sizes_text(str(name), extents)}")
+        segment.update({k: v for k, v in extents[segment["segment"]].items() if k != "sealed"})
+    text = f"{shown.text}\n{_sizes_text(str(name), extents)}\n{_writers_text(writers)}"
+    return Shown(shown.value, text)
 
 
 @stream.command("scale")

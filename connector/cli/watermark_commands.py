@@ -25,16 +25,27 @@ def watermark_text(ms: int) -> str:
     return utc_text(ms)
 
 
+def event_time_text(ms: int | None) -> str:
+    """The writers' event-time watermark for people: a UTC time, or ``no writer``."""
+    return "no writer" if ms is None else watermark_text(ms)
+
+
 def _report_text(report: WatermarkReport) -> str:
     lines = [
         f"stream {report.stream} at {utc_text(report.now)} (store clock)",
-        f"  {'SEGMENT':<24} {'WATERMARK':<24} {'LAG':>10}  STATE",
+        f"  {'SEGMENT':<24} {'WATERMARK':<24} {'LAG':>10}  {'STATE':<7}"
+        f"{'EVENT TIME (WRITERS)':<24} {'LAG':>10}  WRITERS",
     ]
     for s in report.segments:
         state = "sealed" if s.sealed else ("idle" if s.idle else "active")
+        event_lag = "" if s.event_time_lag_ms is None else f"{s.event_time_lag_ms}ms"
         lines.append(
-            f"  {s.segment:<24} {watermark_text(s.watermark):<24} {s.lag_ms:>8}ms  {state}"
+            f"  {s.segment:<24} {watermark_text(s.watermark):<24} {s.lag_ms:>8}ms  {state:<7}"
+            f"{event_time_text(s.event_time_watermark):<24} {event_lag:>10}  {s.writers}"
         )
+    lines.append(
+        f"writers' event time of {report.stream}: {event_time_text(report.event_time_watermark)}"
+    )
     for g in report.groups:
         holding = f"held back by {g.holding_back}: {g.reason}" if g.holding_back else g.reason
         lines.append(
@@ -82,9 +93,11 @@ def watermarks_command(
 ) -> Shown:
     """How far time has progressed on SCOPE/STREAM.
 
-    Per segment: the watermark, its lag behind now, idle or not; per --group:
-    the group watermark and the segment holding it back. --plot FILE.png
-    samples for --duration and draws the ingestion clock against each watermark.
+    Per segment: the watermark, its lag behind now, idle or not, and the
+    event-time watermark its writers asserted (with its lag and how many
+    writers hold it); per --group: the group watermark and the segment
+    holding it back. --plot FILE.png samples for --duration and draws the
+    ingestion clock against each watermark, the writers' event time dotted.
     """
     if plot_file is None:
         report = watermarks(settings.client(), name, groups, idle_after_ms)

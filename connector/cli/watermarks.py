@@ -27,6 +27,9 @@ class SegmentWatermark:
     """One segment: its watermark, how far that is behind the store's clock, and whether idle.
 
     ``idle``: no write (and no idle tick) for ``idle_after_ms`` or more.
+    ``event_time_watermark`` is the one its writers asserted (None: no
+    active writer holds it), ``event_time_lag_ms`` how far that is behind
+    the store's clock, and ``writers`` how many writers hold it.
     """
 
     segment: str
@@ -36,6 +39,9 @@ class SegmentWatermark:
     sealed: bool
     last_write_time: int
     write_offset: int
+    event_time_watermark: int | None = None
+    event_time_lag_ms: int | None = None
+    writers: int = 0
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,17 @@ class GroupWatermark:
 
 @dataclass(frozen=True)
 class WatermarkReport:
-    """A stream's segments and the given groups, at the store's time ``now``."""
+    """A stream's segments and the given groups, at the store's time ``now``.
+
+    ``event_time_watermark`` is the least its writers asserted over its open
+    segments (None while no writer is active).
+    """
 
     stream: str
     now: int
     segments: tuple[SegmentWatermark, ...]
     groups: tuple[GroupWatermark, ...]
+    event_time_watermark: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-able values."""
@@ -87,6 +98,7 @@ def watermarks(
     segments = []
     for segment in description.segments:
         info = client.segment_info(segment.segment)
+        held = info.event_time_watermark
         segments.append(
             SegmentWatermark(
                 segment=info.segment,
@@ -96,8 +108,16 @@ def watermarks(
                 sealed=info.sealed,
                 last_write_time=info.last_write_time,
                 write_offset=info.write_offset,
+                event_time_watermark=held,
+                event_time_lag_ms=None if held is None else max(0, now - held),
+                writers=len(info.writers),
             )
         )
+    held_open = [
+        s.event_time_watermark
+        for s in segments
+        if not s.sealed and s.event_time_watermark is not None
+    ]
     manager = ReaderGroupManager(client)
     reports = []
     for name in groups:
@@ -119,7 +139,9 @@ def watermarks(
                 reason=held_back_because(record, holding, tail),
             )
         )
-    return WatermarkReport(str(stream), now, tuple(segments), tuple(reports))
+    return WatermarkReport(
+        str(stream), now, tuple(segments), tuple(reports), min(held_open, default=None)
+    )
 
 
 def held_back_because(record: GroupRecord, holding: str | None, tail_watermark: int | None) -> str:

@@ -31,6 +31,13 @@ Names, all prefixed ``tidemark_``:
 - ``stream_tail_watermark_timestamp_seconds`` and
   ``stream_tail_watermark_lag_seconds`` {stream}: the lowest watermark of the
   stream's open segments, and how far it is behind the store's clock.
+- ``stream_event_time_watermark_timestamp_seconds`` and
+  ``stream_event_time_watermark_lag_seconds`` {stream}: the lowest event-time
+  watermark its writers asserted on its open segments (absent while no
+  writer is active), and how far it is behind the store's clock;
+  ``stream_active_writers`` {stream}: the writers holding it;
+  ``timed_out_writers_total``: writers the store marked idle after its
+  idle timeout.
 - ``reader_group_lag_events`` and ``reader_group_lag_seconds`` {group}: per
   reader group (``scope/group``), the events it has still to read and the
   most ingestion time they span in one segment (see
@@ -117,29 +124,52 @@ class _StoreStateCollector(Collector):
             "How far the stream's tail watermark is behind the store's clock.",
             labels=["stream"],
         )
+        event_time = GaugeMetricFamily(
+            "tidemark_stream_event_time_watermark_timestamp_seconds",
+            "Lowest event-time watermark the writers asserted on the stream's open segments "
+            "(event time, since the epoch; absent while no writer is active).",
+            labels=["stream"],
+        )
+        event_time_lag = GaugeMetricFamily(
+            "tidemark_stream_event_time_watermark_lag_seconds",
+            "How far the stream's event-time watermark is behind the store's clock.",
+            labels=["stream"],
+        )
+        writers = GaugeMetricFamily(
+            "tidemark_stream_active_writers",
+            "Writers holding the stream's event-time watermark (asserted, not idle).",
+            labels=["stream"],
+        )
         count = 0
         ids = store.stream_ids()
         for scope, stream in ids:
             try:
                 description = store.describe_stream(scope, stream)
-                marks = [
-                    store.segment_info(s.segment).watermark
-                    for s in description.segments
-                    if not s.sealed
+                infos = [
+                    store.segment_info(s.segment) for s in description.segments if not s.sealed
                 ]
             except TidemarkError:  # gone or closing while we looked
                 continue
-            count += len(marks)
-            if marks:
-                name = f"{scope}/{stream}"
-                watermark.add_metric([name], min(marks) / 1000)
-                lag.add_metric([name], max(0, now - min(marks)) / 1000)
+            count += len(infos)
+            name = f"{scope}/{stream}"
+            if infos:
+                mark = min(i.watermark for i in infos)
+                watermark.add_metric([name], mark / 1000)
+                lag.add_metric([name], max(0, now - mark) / 1000)
+            held = [i.event_time_watermark for i in infos if i.event_time_watermark is not None]
+            if held:
+                event_time.add_metric([name], min(held) / 1000)
+                event_time_lag.add_metric([name], max(0, now - min(held)) / 1000)
+            writers.add_metric([name], len({w.writer_id for i in infos for w in i.writers}))
         open_segments.add_metric([], count)
         streams.add_metric([], len(ids))
         yield open_segments
         yield streams
         yield watermark
         yield lag
+        yield event_time
+        yield event_time_lag
+        yield writers
         try:
             journal_bytes = store.journal_size()
         except OSError:
@@ -239,15 +269,19 @@ class _BackgroundTaskCollector(Collector):
 
 
 class _Observer(StoreObserver):
-    def __init__(self, groups: Histogram, ticks: Counter):
+    def __init__(self, groups: Histogram, ticks: Counter, timeouts: Counter):
         self._groups = groups
         self._ticks = ticks
+        self._timeouts = timeouts
 
     def committed(self, changes: int) -> None:
         self._groups.observe(changes)
 
     def ticked(self, segments: int) -> None:
         self._ticks.inc(segments)
+
+    def timed_out(self, writers: int) -> None:
+        self._timeouts.inc(writers)
 
 
 class StoreMetrics:
@@ -312,6 +346,11 @@ class StoreMetrics:
         ticks = Counter(
             "tidemark_idle_ticks", "Idle ticks given to segments.", registry=self.registry
         )
+        timeouts = Counter(
+            "tidemark_timed_out_writers",
+            "Writers the store marked idle after they were silent for its idle timeout.",
+            registry=self.registry,
+        )
         self.registry.register(_StoreStateCollector(store))
         self.registry.register(_ReaderGroupCollector(store))
         self.registry.register(
@@ -320,7 +359,7 @@ class StoreMetrics:
             )
         )
         ProcessCollector(registry=self.registry)
-        store.observer = _Observer(groups, ticks)
+        store.observer = _Observer(groups, ticks, timeouts)
         tasks = background_tasks or store.background_status
         self._serving = lambda: is_serving(
             store.accepting_writes, tasks(), store.config.clock.now_ms()

@@ -206,6 +206,40 @@ def test_watermarks_show_lag_idle_segments_and_what_holds_a_group_back(
     assert "held back by ops/s/" in human.output and ": no readers: nobody reads" in human.output
 
 
+def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_active_writers(
+    store_server: StoreServer, stream_with_events: StoreClient, clock: ManualClock
+) -> None:
+    client = stream_with_events
+    human = run(store_server.uri, "watermarks", "ops/s")
+    assert "writers' event time of ops/s: no writer" in human.output
+    client.assert_watermark("ops", "s", "sensor-a", 0, CLOCK_START_MS - 2_000)
+    client.assert_watermark("ops", "s", "sensor-c", 0, CLOCK_START_MS - 9_000)
+    clock.advance(1_000)
+    client.append("ops/s/0", "sensor-a", 0, [b"a"])
+    report = ok_json(store_server.uri, "watermarks", "ops/s")
+    assert report["event_time_watermark"] == CLOCK_START_MS - 9_000
+    for segment in report["segments"]:
+        assert segment["event_time_watermark"] == CLOCK_START_MS - 9_000
+        assert segment["event_time_lag_ms"] == 10_000 and segment["writers"] == 2
+    human = run(store_server.uri, "watermarks", "ops/s")
+    assert "EVENT TIME (WRITERS)" in human.output and "2023-11-14T22:13:11.000Z" in human.output
+
+    described = ok_json(store_server.uri, "stream", "describe", "ops/s")
+    writers = {w["writer_id"]: w for w in described["writers"]}
+    assert writers["sensor-a"]["event_time"] == CLOCK_START_MS - 2_000
+    assert writers["sensor-a"]["last_seen"] == CLOCK_START_MS + 1_000  # its append
+    assert writers["sensor-c"]["event_time"] == CLOCK_START_MS - 9_000
+    text = run(store_server.uri, "stream", "describe", "ops/s").output
+    assert "LAST ASSERTION" in text and "sensor-c" in text and "2023-11-14T22:13:11.000Z" in text
+
+    client.assert_watermark("ops", "s", "sensor-c", 1, None)  # c idles
+    described = ok_json(store_server.uri, "stream", "describe", "ops/s")
+    assert [w["writer_id"] for w in described["writers"]] == ["sensor-a"]
+    assert ok_json(store_server.uri, "watermarks", "ops/s")["event_time_watermark"] == (
+        CLOCK_START_MS - 2_000
+    )
+
+
 def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -> None:
     server = spawn_server(
         tmp_path / "data", "--max-watermark-lag-ms", "300", "--polling-period-ms", "100"
@@ -219,6 +253,9 @@ def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -
             number = 0
             while not stop.wait(0.05):
                 client.append("ops/s/0", "w", number, [b"x"])
+                # The writer asserts an event time a second behind: the dotted lines.
+                now = client.segment_info("ops/s/0").last_write_time
+                client.assert_watermark("ops", "s", "w", number, now - 1_000)
                 number += 1
 
         writer = threading.Thread(target=write)
@@ -241,7 +278,9 @@ def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -
             stop.set()
             writer.join()
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["samples"] >= 10
+    shown = json.loads(result.output)
+    assert shown["samples"] >= 10
+    assert shown["last"]["event_time_watermark"] is not None
     from matplotlib import image
 
     pixels = image.imread(str(picture))

@@ -77,6 +77,8 @@ def run_a_workload_that_touches_every_metric(
             admin.append("iot/s/0", "w", 3, [b"x" * 65])
         with pytest.raises(InvalidArgumentError):
             admin.read("iot/s/0", 1)  # not an event boundary
+        admin.create_stream("iot", "asserted", 1)  # apart: its assertions move its own watermarks
+        admin.assert_watermark("iot", "asserted", "w", 0, CLOCK_START_MS)
     with StoreClient(server.uri, retry_timeout_s=2) as anonymous:
         with pytest.raises(UnauthenticatedError):
             anonymous.list_scopes()
@@ -105,6 +107,10 @@ def test_every_metric_the_server_exposes_follows_prometheus_conventions(
         "tidemark_reader_group_lag_seconds",
         "tidemark_reader_group_watermark_timestamp_seconds",
         "tidemark_background_task_last_success_timestamp_seconds",
+        "tidemark_stream_event_time_watermark_timestamp_seconds",
+        "tidemark_stream_event_time_watermark_lag_seconds",
+        "tidemark_stream_active_writers",
+        "tidemark_timed_out_writers_total",
     } <= families
 
 
@@ -195,6 +201,34 @@ def test_each_reader_group_reports_its_lag_in_events_and_seconds(
     caught_up = scrape(server.metrics_address)
     assert caught_up[("tidemark_reader_group_lag_events", group)] == 0
     assert caught_up[("tidemark_reader_group_lag_seconds", group)] == 0
+
+
+def test_each_stream_reports_its_writers_event_time_watermark_its_lag_and_its_writers(
+    server: StoreServer, tokens, clock: ManualClock
+) -> None:
+    stream = (("stream", "iot/s"),)
+    with StoreClient(server.uri, credentials=tokens["admin"], retry_timeout_s=2) as admin:
+        StreamManager(admin).create_scope("iot")
+        admin.create_stream("iot", "s", 2)
+        samples = scrape(server.metrics_address)
+        assert ("tidemark_stream_event_time_watermark_timestamp_seconds", stream) not in samples
+        assert samples[("tidemark_stream_active_writers", stream)] == 0
+        admin.assert_watermark("iot", "s", "slow", 0, CLOCK_START_MS - 30_000)
+        admin.assert_watermark("iot", "s", "fast", 0, CLOCK_START_MS - 5_000)
+        clock.advance(50_000)
+        admin.assert_watermark("iot", "s", "fast", 1, CLOCK_START_MS + 40_000)
+        samples = scrape(server.metrics_address)
+        assert samples[("tidemark_stream_event_time_watermark_timestamp_seconds", stream)] == (
+            (CLOCK_START_MS - 30_000) / 1000
+        )
+        assert samples[("tidemark_stream_event_time_watermark_lag_seconds", stream)] == 80.0
+        assert samples[("tidemark_stream_active_writers", stream)] == 2
+        clock.advance(20_000)  # slow was last seen 70 s ago: past the 60 s timeout
+        assert server.store.mark_silent_writers_idle() == 1
+        samples = scrape(server.metrics_address)
+        assert samples[("tidemark_stream_event_time_watermark_lag_seconds", stream)] == 30.0
+        assert samples[("tidemark_stream_active_writers", stream)] == 1
+        assert samples[("tidemark_timed_out_writers_total", ())] == 1
 
 
 def test_healthz_says_serving_and_other_paths_are_not_found(server: StoreServer) -> None:
