@@ -267,3 +267,29 @@ def test_a_close_that_failed_keeps_the_events_and_the_next_close_stores_them_onc
     if loss is Loss.HELD:
         _release_late_copies(proxy, wait_until)  # after the resend: duplicates, skipped
     assert _stored(direct) == _by_key(written)
+
+
+def test_a_discarded_batch_arriving_late_never_lands_after_the_writers_next_assertion(
+    proxied, direct, wait_until
+):
+    """An assertion closes the gap of discarded numbers: no late copy can break its promise."""
+    client, proxy = proxied(retry_timeout_s=2.0, call_timeout_s=0.5)
+    writer = EventWriter(client, "f/s", BytesSerializer())
+    writer.write_event(b"0", routing_key="k")
+    writer.flush()
+    proxy.lose("AppendEvents", times=None, loss=Loss.HELD)  # every copy outlives its deadline
+    writer.write_event(b"1", routing_key="k")
+    writer.write_event(b"2", routing_key="k")
+    with pytest.raises(StoreUnavailableError):
+        writer.flush()
+    assert writer.discard_pending() == 2
+    proxy.heal()
+    held = len(proxy.dropped)
+    assert writer.note_time(1_000).stored
+    proxy.release()
+    wait_until(lambda: len(proxy.delivered_late) == held, timeout=30, what="the late copies")
+    assert payloads(direct, SEGMENT) == [b"0"]
+    writer.write_event(b"3", routing_key="k")
+    writer.flush()
+    assert payloads(direct, SEGMENT) == [b"0", b"3"]
+    assert direct.segment_info(SEGMENT).event_time_watermark == 1_000
