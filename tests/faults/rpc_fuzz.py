@@ -572,6 +572,26 @@ class RpcFuzzer:
             discarded_from=discarded_from,
         )
 
+    def _AssertWatermark(self) -> Any:
+        scope, stream = self._scope_stream()
+        writer = self.rng.choice(("w", "w2") * 4 + ("", "名前", "x" * 257))
+        fences = [
+            pb.WriterFence(
+                segment=self._segment(writable=True),
+                discarded_from=self.rng.choice((0, 1, *_I64)),
+                next_event_number=self.rng.choice((0, 2, *_I64)),
+            )
+            for _ in range(self.rng.choice((0, 0, 0, 1, 2)))
+        ]
+        return pb.AssertWatermarkRequest(
+            scope=scope,
+            stream=stream,
+            writer_id=writer,
+            number=self.rng.choice((0, 1, 2, 3, *_I64)),
+            event_time=None if self._chance(0.2) else self.rng.choice((0, 1_000, *_I64)),
+            fences=fences,
+        )
+
     def _ReadSegment(self) -> Any:
         segment = self._segment()
         has_known = self._chance(0.3)
