@@ -10,7 +10,7 @@ from connector.client import StoreClient
 from connector.framing import iter_frames
 from connector.names import StreamId
 from connector.reader.group_state import stream_cut
-from connector.reader.planning import start_state
+from connector.reader.source.cuts import start_state
 
 __all__ = ["EventSeen", "WatermarkSeen", "tail"]
 

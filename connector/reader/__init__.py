@@ -1,8 +1,8 @@
 """The reader core: events and watermarks, reader groups, event-time ordering.
 
 Plain Python applications use it directly; the Flink and Spark adapters keep
-its :class:`GroupState` in their own state and offsets, and plan their reads
-with :mod:`connector.reader.planning`.
+its :class:`GroupState` in their own state and offsets, and plan and read
+through its source (:mod:`connector.reader.source`).
 """
 
 from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
@@ -10,8 +10,8 @@ from connector.reader.group import ReaderGroup, ReaderGroupManager, ReaderGroupR
 from connector.reader.group_state import GroupState, SegmentCursor, Successor, WaitingSegment
 from connector.reader.membership import GroupHandle, GroupRecord
 from connector.reader.ordering import EventTimeOrderer, Timestamped
-from connector.reader.planning import Frontier, SegmentRange, StartPosition
 from connector.reader.reader import EventReader
+from connector.reader.source import Frontier, ReadSpec, SegmentRange, SourcePlanner, StreamCut
 from connector.reader.timestamps import (
     CallableTimestampAssigner,
     FieldTimestampAssigner,
@@ -38,8 +38,10 @@ __all__ = [
     "ReaderGroupManager",
     "ReaderGroupResetError",
     "SegmentCursor",
+    "ReadSpec",
     "SegmentRange",
-    "StartPosition",
+    "SourcePlanner",
+    "StreamCut",
     "Successor",
     "TimeDomain",
     "TimestampAssigner",

@@ -33,8 +33,8 @@ from connector.reader.membership import (
     request_checkpoint,
     reset,
 )
-from connector.reader.planning import StartPosition, start_state
 from connector.reader.reader import EventReader
+from connector.reader.source.cuts import StreamCut, start_state
 
 __all__ = [
     "GroupRecord",
@@ -46,8 +46,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Where a group starts: a StartPosition, or the words and cuts StartPosition.of takes.
-StartAt = StartPosition | Literal["earliest", "latest", "head", "tail"] | Mapping[str, int]
+#: Where a group starts: a StreamCut, or the words and cuts StreamCut.of takes.
+StartAt = StreamCut | Literal["earliest", "latest", "head", "tail"] | Mapping[str, int]
 
 _CAS_ATTEMPTS = 200
 

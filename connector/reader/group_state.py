@@ -37,6 +37,7 @@ __all__ = [
     "emitted_watermark",
     "finish",
     "group_watermark",
+    "initial_watermark",
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
@@ -174,6 +175,15 @@ class GroupState:
         )
 
 
+def initial_watermark(creation_time: int) -> int:
+    """A segment's watermark before its first event: its creation time - 1 (PDP 26).
+
+    No event of a segment was ingested at or before its creation, so this
+    is safe wherever the segment is read from.
+    """
+    return creation_time - 1
+
+
 def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
     """The minimum watermark over every unfinished segment; END_OF_TIME when done.
 
@@ -261,7 +271,7 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
         if state.bounded_to is not None and name not in state.bounded_to:
             continue
         known = waiting.get(name)
-        initial = successor.creation_time - 1
+        initial = initial_watermark(successor.creation_time)
         waiting_for = (known.waiting_for if known else frozenset(successor.predecessors)) - finished
         if waiting_for:
             waiting[name] = WaitingSegment(initial, waiting_for)

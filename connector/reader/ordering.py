@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from connector.reader.source.timekeeping import is_late, rose
+
 __all__ = ["EventTimeOrderer", "Timestamped"]
 
 T = TypeVar("T")
@@ -49,7 +51,7 @@ class EventTimeOrderer(Generic[T]):
     def add(self, value: T, event_time: int) -> bool:
         """Buffers ``value``; returns False (and reports it) when it is late."""
         item = Timestamped(event_time, value)
-        if self.watermark is not None and event_time <= self.watermark:
+        if is_late(event_time, self.watermark):
             self.late_count += 1
             _log.debug("Late record (reported, not dropped): (%d,%r)", event_time, value)
             if self._on_late is not None:
@@ -60,7 +62,7 @@ class EventTimeOrderer(Generic[T]):
 
     def advance(self, watermark: int) -> list[Timestamped[T]]:
         """Moves the watermark and returns the values it releases, in event-time order."""
-        if self.watermark is not None and watermark <= self.watermark:
+        if not rose(watermark, self.watermark):
             return []
         self.watermark = watermark
         _log.debug("Advancing the event time watermark: Watermark @ %d", watermark)

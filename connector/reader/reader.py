@@ -21,13 +21,8 @@ from connector.client.serializers import Serializer
 from connector.errors import ClosedError, InvalidArgumentError, ResourceExhaustedError
 from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
-from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
-from connector.reader.group_state import (
-    GroupState,
-    emitted_watermark,
-    group_watermark,
-    watermark_after,
-)
+from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig
+from connector.reader.group_state import GroupState, watermark_after
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
@@ -36,7 +31,8 @@ from connector.reader.membership import (
     leave,
     sync,
 )
-from connector.reader.planning import READ_CHUNK_BYTES
+from connector.reader.source.ranges import READ_CHUNK_BYTES
+from connector.reader.source.timekeeping import TimeKeeping
 
 __all__ = ["EventReader"]
 
@@ -118,6 +114,7 @@ class EventReader(Generic[T]):
             raise InvalidArgumentError(msg)
         self.reader_id = reader_id
         self.config = config
+        self._time = TimeKeeping.of(config.time_domain, config.timestamp_assigner, config.lag_ms)
         self._group = group
         self._client = group.client
         self._serializer = serializer
@@ -200,10 +197,7 @@ class EventReader(Generic[T]):
         """
         if not self._state.is_done:
             return False
-        return (
-            self.config.time_domain is not TimeDomain.INGESTION_TIME
-            or self._last_emitted == END_OF_TIME
-        )
+        return not self._time.has_watermarks or self._last_emitted == END_OF_TIME
 
     @property
     def last_watermark(self) -> int | None:
@@ -283,15 +277,13 @@ class EventReader(Generic[T]):
 
         Recomputed only when a held segment's watermark or the synced state changed.
         """
-        if self.config.time_domain is not TimeDomain.INGESTION_TIME:
+        if not self._time.has_watermarks:
             return None
         fresher = {s: i.consumed_watermark for s, i in self._inputs.items()}
         if fresher == self._watermarks_seen:
             return None
         self._watermarks_seen = fresher
-        watermark = emitted_watermark(
-            group_watermark(self._state, fresher), self.config.lag_ms, self._last_emitted
-        )
+        watermark = self._time.emitted(self._state, self._last_emitted, fresher)
         if watermark is not None:
             self._last_emitted = watermark
         return watermark

@@ -41,6 +41,12 @@ class IngestionTimeAssigner:
         """Returns ``ingestion_time_ms``."""
         return ingestion_time_ms
 
+    def __eq__(self, other: object) -> bool:
+        return type(other) is IngestionTimeAssigner
+
+    def __hash__(self) -> int:
+        return hash(IngestionTimeAssigner)
+
     def __repr__(self) -> str:
         return "IngestionTimeAssigner()"
 
@@ -84,6 +90,12 @@ class FieldTimestampAssigner:
             raise InvalidArgumentError(msg) from None
         return _as_millis(value, f"timestamp field {self.field!r}")
 
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FieldTimestampAssigner and other.field == self.field
+
+    def __hash__(self) -> int:
+        return hash((FieldTimestampAssigner, self.field))
+
     def __repr__(self) -> str:
         return f"FieldTimestampAssigner({self.field!r})"
 
@@ -102,6 +114,16 @@ class CallableTimestampAssigner(Generic[T]):
         """The function's result as epoch ms."""
         args = (event, ingestion_time_ms) if self.takes_ingestion_time else (event,)
         return _as_millis(self.function(*args), f"{self.function!r}'s result")
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is CallableTimestampAssigner
+            and other.function == self.function
+            and other.takes_ingestion_time == self.takes_ingestion_time
+        )
+
+    def __hash__(self) -> int:
+        return hash((CallableTimestampAssigner, self.function, self.takes_ingestion_time))
 
     def __repr__(self) -> str:
         return f"CallableTimestampAssigner({self.function!r})"

@@ -1,6 +1,6 @@
-"""The core planner against a real store server on a synthetic clock.
+"""The core planner (:class:`SourcePlanner`) against a real store server on a synthetic clock.
 
-Start positions, frontiers and their JSON form, advancing to the tail and
+Stream cuts, frontiers and their JSON form, advancing to the tail and
 within event and byte budgets (oldest watermark first, oversize events
 alone, successors after all their predecessors), ranges, lineage chains and
 reading them, and the watermark of idle segments under a budget.
@@ -20,20 +20,19 @@ from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
 from connector.names import StreamId
-from connector.reader.events import END_OF_TIME
-from connector.reader.planning import (
+from connector.reader.events import END_OF_TIME, TimeDomain
+from connector.reader.source import (
+    Budget,
     Frontier,
+    OptionNames,
+    ReadSpec,
     SegmentRange,
-    StartPosition,
-    advance_to_tail,
-    advance_within_budget,
-    frontier_at_cut,
-    lineage_chains,
-    ranges_between,
+    SourcePlanner,
+    StreamCut,
+    StreamRead,
     read_range,
-    split_range,
-    start_frontier,
 )
+from connector.reader.source.ranges import ranges_between, split_range
 
 _streams = itertools.count()
 
@@ -50,6 +49,51 @@ def store(start_store: Callable[..., Any]) -> Iterator[tuple[Any, StoreClient]]:
     with StoreClient(server.uri, retry_timeout_s=2.0) as client:
         StreamManager(client).create_scope("plan")
         yield server, client
+
+
+def planner(
+    client: StoreClient,
+    stream: str | StreamId,
+    lag_ms: int | None = 0,
+    start: Any = "earliest",
+    end: Any = None,
+) -> SourcePlanner:
+    """A planner of ``stream`` from ``start`` (to ``end``); ``lag_ms`` None: processing time."""
+    spec = ReadSpec.build(
+        names=OptionNames(),
+        uri="tidemark://127.0.0.1:1",  # the planner uses ``client``, not the spec's store
+        streams=[
+            StreamRead(str(stream), StreamCut.of(start), None if end is None else StreamCut.of(end))
+        ],
+        deserializer="json",
+        time_domain=TimeDomain.PROCESSING_TIME if lag_ms is None else TimeDomain.INGESTION_TIME,
+        max_event_time_lag_ms=lag_ms,
+    )
+    return SourcePlanner(client, spec)
+
+
+def start_frontier(
+    client: StoreClient, stream: str | StreamId, start: Any, lag_ms: int | None
+) -> Frontier:
+    return planner(client, stream, lag_ms, start).start()
+
+
+def advance_to_tail(
+    client: StoreClient, stream: str | StreamId, previous: Frontier, lag_ms: int | None
+) -> Frontier:
+    return planner(client, stream, lag_ms).tail(previous)
+
+
+def advance_within_budget(
+    client: StoreClient, stream: str, previous: Frontier, lag_ms: int | None, **budget: int
+) -> Frontier:
+    return planner(client, stream, lag_ms).next(previous, Budget(**budget))
+
+
+def lineage_chains(
+    client: StoreClient, stream: str, start: Frontier, end: Frontier
+) -> list[tuple[SegmentRange, ...]]:
+    return [task.ranges for task in planner(client, stream).tasks(start, end)]
 
 
 def new_stream(client: StoreClient, segments: int) -> str:
@@ -90,13 +134,13 @@ def events_in(client: StoreClient, ranges: list[SegmentRange]) -> list[tuple[str
 
 
 def plan_all(
-    client: StoreClient, start: Frontier, lag_ms: int | None = 0, **budget: int
+    client: StoreClient, stream: str, start: Frontier, lag_ms: int | None = 0, **budget: int
 ) -> list[tuple[Frontier, Frontier]]:
     """Budgeted plans from ``start`` until one moves nothing; returns (from, to) pairs."""
     plans = []
     frontier = start
     for _ in range(1_000):
-        following = advance_within_budget(client, frontier, lag_ms, **budget)
+        following = advance_within_budget(client, stream, frontier, lag_ms, **budget)
         if not ranges_between(frontier, following) and following.state == frontier.state:
             return plans
         plans.append((frontier, following))
@@ -108,16 +152,16 @@ def plan_all(
 # --- start positions and frontiers --------------------------------------------------
 
 
-def test_start_positions_come_from_factories_words_and_cuts() -> None:
-    assert StartPosition.of("earliest") == StartPosition.of("head") == StartPosition.earliest()
-    assert StartPosition.of("latest") == StartPosition.of("tail") == StartPosition.latest()
-    cut = StartPosition.offsets({"a/b/1": 7, "a/b/0": 3})
-    assert StartPosition.of({"a/b/0": 3, "a/b/1": 7}) == cut
+def test_stream_cuts_come_from_factories_words_and_cuts() -> None:
+    assert StreamCut.of("earliest") == StreamCut.of("head") == StreamCut.earliest()
+    assert StreamCut.of("latest") == StreamCut.of("tail") == StreamCut.latest()
+    cut = StreamCut.offsets({"a/b/1": 7, "a/b/0": 3})
+    assert StreamCut.of({"a/b/0": 3, "a/b/1": 7}) == cut
     assert cut.as_dict() == {"a/b/0": 3, "a/b/1": 7}
-    assert repr(StartPosition.latest()) == "StartPosition.latest()"
+    assert repr(StreamCut.latest()) == "StreamCut.latest()"
     for bad in ("newest", 3, {}, {"a/b": 1}, {"a/b/0": -1}, {"a/b/0": True}):
         with pytest.raises(InvalidArgumentError):
-            StartPosition.of(bad)  # type: ignore[arg-type]
+            StreamCut.of(bad)  # type: ignore[arg-type]
 
 
 def test_a_frontier_round_trips_through_dicts_and_json_and_reads_the_older_form(
@@ -126,7 +170,7 @@ def test_a_frontier_round_trips_through_dicts_and_json_and_reads_the_older_form(
     _, client = store
     stream = new_stream(client, 2)
     write(client, stream, clock, ["a", "b", "c"], rounds=2)
-    frontier = advance_to_tail(client, [stream], start_frontier(client, [stream], "earliest", 5), 5)
+    frontier = advance_to_tail(client, stream, start_frontier(client, stream, "earliest", 5), 5)
     assert Frontier.from_dict(frontier.to_dict()) == frontier
     assert Frontier.from_json(frontier.to_json()) == frontier
     assert isinstance(frontier.to_dict()["state"], dict)  # nested values, not JSON in strings
@@ -144,8 +188,8 @@ def test_start_frontiers_at_earliest_latest_and_a_cut(
     _, client = store
     stream = new_stream(client, 2)
     write(client, stream, clock, ["a", "b", "c", "d"], rounds=3)
-    earliest = start_frontier(client, [stream], StartPosition.earliest(), None)
-    latest = start_frontier(client, [stream], StartPosition.latest(), None)
+    earliest = start_frontier(client, stream, StreamCut.earliest(), None)
+    latest = start_frontier(client, stream, StreamCut.latest(), None)
     assert {s: c.offset for s, c in earliest.state.cursors.items()} == {
         f"{stream}/0": 0,
         f"{stream}/1": 0,
@@ -155,10 +199,10 @@ def test_start_frontiers_at_earliest_latest_and_a_cut(
     assert earliest.watermark is None  # processing time: no watermark
 
     [(segment, offset)] = [(f"{stream}/0", tails[f"{stream}/0"])]
-    cut = start_frontier(client, [stream], StartPosition.offsets({segment: offset}), 0)
+    cut = start_frontier(client, stream, StreamCut.offsets({segment: offset}), 0)
     assert {s: c.offset for s, c in cut.state.cursors.items()} == {segment: offset}
     with pytest.raises(InvalidArgumentError, match="not in streams"):
-        start_frontier(client, [stream], {"plan/other/0": 0}, 0)
+        start_frontier(client, stream, {"plan/other/0": 0}, 0)
 
 
 def test_advancing_to_the_tail_covers_every_event_once_and_its_watermark_trails_by_the_lag(
@@ -167,13 +211,13 @@ def test_advancing_to_the_tail_covers_every_event_once_and_its_watermark_trails_
     _, client = store
     stream = new_stream(client, 3)
     keys = [f"k{i}" for i in range(6)]
-    start = start_frontier(client, [stream], "earliest", 10)
+    start = start_frontier(client, stream, "earliest", 10)
     written = write(client, stream, clock, keys, rounds=4)
-    end = advance_to_tail(client, [stream], start, 10)
+    end = advance_to_tail(client, stream, start, 10)
     assert Counter(events_in(client, ranges_between(start, end))) == Counter(written)
     tail_watermarks = [client.segment_info(s).watermark for s in end.state.cursors]
     assert end.watermark == min(tail_watermarks) - 10
-    assert advance_to_tail(client, [stream], end, 10).watermark == end.watermark  # never back
+    assert advance_to_tail(client, stream, end, 10).watermark == end.watermark  # never back
 
 
 # --- budgets --------------------------------------------------------------------------
@@ -187,10 +231,10 @@ def test_an_event_budget_goes_to_the_oldest_watermark_first_and_every_event_is_p
     old_key, young_key = next(key_in(0, 0.5)), next(key_in(0.5, 1))
     written = write(client, stream, clock, [old_key], rounds=4)  # segment 0: older events
     written += write(client, stream, clock, [young_key], rounds=4)  # segment 1: younger
-    start = start_frontier(client, [stream], "earliest", 0)
+    start = start_frontier(client, stream, "earliest", 0)
     # Both start at creation time - 1 and segment 0 sorts first; after 3 of its events its
     # watermark is above segment 1's, which goes next; then segment 0's last event is oldest.
-    plans = plan_all(client, start, max_events=3)
+    plans = plan_all(client, stream, start, max_events=3)
     batches = [events_in(client, ranges_between(a, b)) for a, b in plans]
     assert [len(b) for b in batches] == [3, 3, 2]
     assert Counter(e for b in batches for e in b) == Counter(written)
@@ -216,8 +260,8 @@ def test_a_byte_budget_plans_whole_events_and_an_oversize_event_alone(
     big = max(f.end - f.offset for f in frames)
     budget = 2 * small + small // 2  # two small events fit, the big one does not
     assert big > budget
-    start = start_frontier(client, [stream], "earliest", 0)
-    plans = plan_all(client, start, max_bytes=budget)
+    start = start_frontier(client, stream, "earliest", 0)
+    plans = plan_all(client, stream, start, max_bytes=budget)
     sizes = [sum(r.stop - r.start for r in ranges_between(a, b)) for a, b in plans]
     assert sizes == [2 * small, small, big, 2 * small]
     assert Counter(events_in(client, [r for a, b in plans for r in ranges_between(a, b)])) == (
@@ -232,8 +276,8 @@ def test_idle_segments_watermarks_advance_under_a_budget(
     server, client = store
     stream = new_stream(client, 2)
     write(client, stream, clock, [next(key_in(0, 0.5)), next(key_in(0.5, 1))], rounds=3)
-    start = start_frontier(client, [stream], "earliest", 0)
-    read_all = advance_within_budget(client, start, 0, max_events=100)
+    start = start_frontier(client, stream, "earliest", 0)
+    read_all = advance_within_budget(client, stream, start, 0, max_events=100)
     assert len(events_in(client, ranges_between(start, read_all))) == 6
     clock.advance(1_000)
     assert server.store.advance_idle_segments() == 2
@@ -241,7 +285,7 @@ def test_idle_segments_watermarks_advance_under_a_budget(
     assert ticked >= clock.now_ms() - 1
 
     for budget in ({"max_events": 1}, {"max_bytes": 1}):
-        idle = advance_within_budget(client, read_all, 0, **budget)
+        idle = advance_within_budget(client, stream, read_all, 0, **budget)
         assert ranges_between(read_all, idle) == []
         assert idle.watermark == ticked, budget
 
@@ -254,12 +298,12 @@ def test_an_idle_segment_advances_while_another_uses_up_the_budget(
     busy, quiet = next(key_in(0, 0.5)), next(key_in(0.5, 1))
     write(client, stream, clock, [busy, quiet], rounds=1)
     frontier = advance_within_budget(
-        client, start_frontier(client, [stream], "earliest", 0), 0, max_events=10
+        client, stream, start_frontier(client, stream, "earliest", 0), 0, max_events=10
     )
     clock.advance(100)
     server.store.advance_idle_segments()
     write(client, stream, clock, [busy], rounds=5)  # segment 0 busy again, segment 1 idle
-    after = advance_within_budget(client, frontier, 0, max_events=2)
+    after = advance_within_budget(client, stream, frontier, 0, max_events=2)
     quiet_segment = f"{stream}/1"
     assert (
         after.state.cursors[quiet_segment].watermark == client.segment_info(quiet_segment).watermark
@@ -285,7 +329,7 @@ def test_budgeted_plans_read_successors_only_after_all_their_predecessors(
     stream = new_stream(client, 2)
     scope, name = stream.split("/")
     keys = [next(key_in(i / 8, (i + 1) / 8)) for i in range(8)]
-    start = start_frontier(client, [stream], "earliest", 0)
+    start = start_frontier(client, stream, "earliest", 0)
     written = write(client, stream, clock, keys, rounds=2)
     manager.split_segment(scope, name, 0)  # 2 [0, .25) and 3 [.25, .5)
     written += write(client, stream, clock, keys, rounds=2, size=0)
@@ -293,7 +337,7 @@ def test_budgeted_plans_read_successors_only_after_all_their_predecessors(
     clock.advance(5)
     more = write(client, stream, clock, keys, rounds=2)
 
-    plans = plan_all(client, start, **budget)
+    plans = plan_all(client, stream, start, **budget)
     seen: list[str] = []
     description = client.describe_stream(scope, name)
     for before, after in plans:
@@ -328,17 +372,17 @@ def test_lineage_chains_put_successors_after_their_predecessors_in_one_chain(
     stream = new_stream(client, 3)
     scope, name = stream.split("/")
     keys = [next(key_in(i / 6, (i + 1) / 6)) for i in range(6)]
-    start = start_frontier(client, [stream], "earliest", 0)
+    start = start_frontier(client, stream, "earliest", 0)
     write(client, stream, clock, keys, rounds=1)
     manager.merge_segments(scope, name, [0, 1])  # 3 follows 0 and 1; 2 is unrelated
     write(client, stream, clock, keys, rounds=1)
-    end = advance_to_tail(client, [stream], start, 0)
-    chains = lineage_chains(client, ranges_between(start, end))
+    end = advance_to_tail(client, stream, start, 0)
+    chains = lineage_chains(client, stream, start, end)
     assert [[r.segment.rsplit("/", 1)[1] for r in chain] for chain in chains] == [
         ["0", "1", "3"],
         ["2"],
     ]
-    assert lineage_chains(client, []) == []
+    assert lineage_chains(client, stream, end, end) == []
 
 
 def test_split_range_cuts_whole_events_within_its_limits_and_covers_the_range(
@@ -349,11 +393,11 @@ def test_split_range_cuts_whole_events_within_its_limits_and_covers_the_range(
     key = next(key_in(0, 1))
     written = write(client, stream, clock, [key], rounds=7)
     write(client, stream, clock, [key], rounds=1, size=500)  # one event larger than 256 bytes
-    start = start_frontier(client, [stream], "earliest", 0)
-    (whole,) = ranges_between(start, advance_to_tail(client, [stream], start, 0))
+    start = start_frontier(client, stream, "earliest", 0)
+    (whole,) = ranges_between(start, advance_to_tail(client, stream, start, 0))
 
-    by_events = split_range(client, whole, max_events=3)
-    by_bytes = split_range(client, whole, max_bytes=256)
+    by_events = split_range(client, whole, Budget(max_events=3))
+    by_bytes = split_range(client, whole, Budget(max_bytes=256))
 
     for pieces in (by_events, by_bytes):
         assert pieces[0].start == whole.start and pieces[-1].stop == whole.stop
@@ -364,9 +408,11 @@ def test_split_range_cuts_whole_events_within_its_limits_and_covers_the_range(
     assert (
         by_bytes[-1].stop - by_bytes[-1].start > 500 and len(events_in(client, by_bytes[-1:])) == 1
     )
-    assert split_range(client, whole) == [whole]
-    with pytest.raises(InvalidArgumentError, match="max_events must be > 0 or None, got 0"):
-        split_range(client, whole, max_events=0)
+    assert split_range(client, whole, Budget()) == [whole]
+    with pytest.raises(
+        InvalidArgumentError, match="max_events must be an integer >= 1 or None, got 0"
+    ):
+        split_range(client, whole, Budget(max_events=0))
 
 
 def test_a_frontier_at_a_cut_ends_where_the_cut_is_and_reads_its_ancestors_whole(
@@ -376,11 +422,12 @@ def test_a_frontier_at_a_cut_ends_where_the_cut_is_and_reads_its_ancestors_whole
     manager = StreamManager(client)
     stream = new_stream(client, 1)
     scope, name = stream.split("/")
-    start = start_frontier(client, [stream], "earliest", 0)
+    start = start_frontier(client, stream, "earliest", 0)
     before = write(client, stream, clock, ["a", "b"], rounds=2)
     manager.split_segment(scope, name, 0)
     write(client, stream, clock, ["a", "b"], rounds=2)
-    end = frontier_at_cut(client, [stream], {f"{stream}/1": 0, f"{stream}/2": 0}, 0)
+    cut = {f"{stream}/1": 0, f"{stream}/2": 0}
+    end = planner(client, stream, 0, end=cut).end(start)
     assert Counter(events_in(client, ranges_between(start, end))) == Counter(before)
     assert end.watermark is not None and end.watermark < END_OF_TIME
 
@@ -415,7 +462,7 @@ def test_advancing_to_the_tail_includes_successors_of_a_segment_split_while_it_p
         manager.create_scope("plan")
         manager.create_stream("plan", "events", segment_count=2)
         stream = StreamId.parse("plan/events")
-        start = start_frontier(client, [stream], "earliest", 0)
+        start = start_frontier(client, stream, "earliest", 0)
         stale = client.describe_stream("plan", "events")  # segments 0 and 1, both open
         clock.advance(100)
         manager.split_segment("plan", "events", 0)  # successors 2 and 3
@@ -426,7 +473,7 @@ def test_advancing_to_the_tail_includes_successors_of_a_segment_split_while_it_p
         clock.advance(500)
         server.store.advance_idle_segments()  # segment 1's watermark is now past the event
 
-        end = advance_to_tail(_StaleDescriptions(client, stale), [stream], start, 0)  # type: ignore[arg-type]
+        end = advance_to_tail(_StaleDescriptions(client, stale), stream, start, 0)  # type: ignore[arg-type]
 
         assert set(end.state.cursors) == {"plan/events/1", "plan/events/2", "plan/events/3"}
         assert end.state.finished == {"plan/events/0"}
@@ -454,8 +501,8 @@ def test_a_budgeted_plan_reads_no_event_back(store, clock, monkeypatch) -> None:
 
     monkeypatch.setattr(StoreClient, "read", counting_read)
     monkeypatch.setattr(StoreClient, "plan_read", counting_plan)
-    start = start_frontier(client, [stream], "earliest", 0)
-    plans = plan_all(client, start, max_events=150)
+    start = start_frontier(client, stream, "earliest", 0)
+    plans = plan_all(client, stream, start, max_events=150)
     assert reads == []
     assert plan_calls
     monkeypatch.undo()

@@ -1,0 +1,145 @@
+"""How far a read has planned: a :class:`Frontier`, the value every host keeps.
+
+The Spark adapter keeps one in each of its offsets, the Flink adapter in its
+keyed state. A frontier is a :class:`~connector.reader.group_state.GroupState`
+(where every readable segment is and its watermark, which successors wait
+for which predecessors, which segments are finished), the final offsets of
+the segments finished while planning, and the last event-time watermark.
+Between two frontiers lie whole events (:mod:`connector.reader.source.ranges`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from connector.errors import InvalidArgumentError
+from connector.reader.group_state import GroupState
+from connector.reader.source.timekeeping import rose
+
+__all__ = ["Frontier"]
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """How far a read has planned: see the module docstring.
+
+    Attributes:
+        state: the group state at the frontier.
+        ends: the final offset of each segment finished while planning (the
+            segments finished before the start are not listed: nothing of
+            them is read).
+        watermark: the last event-time watermark, or None (none yet, or a
+            domain without watermarks). It never steps back from one
+            frontier to the next.
+    """
+
+    state: GroupState
+    ends: Mapping[str, int] = field(default_factory=dict)
+    watermark: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ends", MappingProxyType(dict(self.ends)))
+
+    def rose_above(self, other: Frontier) -> bool:
+        """Whether this frontier's watermark rose above ``other``'s."""
+        return rose(self.watermark, other.watermark)
+
+    def contains(self, end: Frontier) -> bool:
+        """Whether ``end`` reads nothing beyond this frontier (nothing written after it)."""
+        mine = self.state
+        if not end.state.finished <= mine.finished:
+            return False  # a segment sealed since, read to its seal
+        for segment, cursor in end.state.cursors.items():
+            limit = mine.cursors.get(segment)
+            if limit is None:
+                if segment not in mine.finished:
+                    return False  # a successor created since
+            elif cursor.offset > limit.offset:
+                return False
+        return True
+
+    def clipped_to(self, target: Frontier, begin: Frontier) -> Frontier:
+        """The end of a batch from ``begin``: this frontier, or ``target`` where this passes it.
+
+        ``Trigger.AvailableNow``'s clip: ``target`` is the streams when the
+        query started (every open segment's tail then); no batch reads past
+        it. The clipped end is ``target`` as an end from ``begin``: the
+        segments ``begin`` finished stay finished and are not read again,
+        and the watermark never steps back below ``begin``'s.
+        """
+        if target.contains(self):
+            return self
+        finished = target.state.finished | begin.state.finished
+        cursors = {
+            segment: cursor
+            for segment, cursor in target.state.cursors.items()
+            if segment not in begin.state.finished
+        }
+        state = replace(target.state, cursors=cursors, finished=finished)
+        watermark = target.watermark if rose(target.watermark, begin.watermark) else begin.watermark
+        return Frontier(state, {**target.ends, **begin.ends}, watermark)
+
+    # --- its forms in checkpoints -----------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict of plain values, keys sorted; :meth:`from_dict` reads it back."""
+        return _sorted(
+            {
+                "state": self.state.to_dict(),
+                "ends": dict(self.ends),
+                "watermark": self.watermark,
+            }
+        )
+
+    def to_json(self) -> str:
+        """The compact JSON form of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Frontier:
+        """Reads :meth:`to_dict`'s output, and the older form whose parts were JSON strings.
+
+        Raises:
+            InvalidArgumentError: naming the value when it is not a frontier.
+        """
+        try:
+            state = data["state"]
+            ends = data["ends"]
+            watermark = data["watermark"]
+            if isinstance(state, str):  # the older form: JSON inside strings, -1 for no watermark
+                state = json.loads(state)
+                ends = json.loads(ends)
+                watermark = None if int(watermark) < 0 else int(watermark)
+            return cls(
+                GroupState.from_dict(state),
+                {str(s): int(o) for s, o in ends.items()},
+                None if watermark is None else int(watermark),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            msg = f"invalid frontier {dict(data)!r:.200}: {error!r}"
+            raise InvalidArgumentError(msg) from None
+
+    @classmethod
+    def from_json(cls, text: str) -> Frontier:
+        """Reads :meth:`to_json`'s output."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            msg = f"invalid frontier JSON {text!r:.200}: {error}"
+            raise InvalidArgumentError(msg) from None
+        if not isinstance(data, Mapping):
+            msg = f"invalid frontier JSON {text!r:.200}: not an object"
+            raise InvalidArgumentError(msg)
+        return cls.from_dict(data)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value

@@ -1,0 +1,188 @@
+"""The lifecycle of a read, planned for every host: start, next, end, and the tasks between.
+
+A :class:`SourcePlanner` plans a :class:`~connector.reader.source.spec.ReadSpec`
+with a store client. It keeps no frontier of its own: every call takes the
+frontier to plan from and returns a new one, so a host plans again from any
+frontier it checkpointed (Spark's offsets, Flink's keyed state). What it
+keeps between calls is what never goes stale: the segments' descriptions
+(lineage does not change).
+
+Hosts call it once per batch: Spark's driver :meth:`~SourcePlanner.next` in
+``latestOffset`` and :meth:`~SourcePlanner.tasks` in ``partitions``; Flink's
+coordinator :meth:`~SourcePlanner.step` per epoch, whose tasks reuse the
+pieces the budget measured instead of asking the store again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+from connector.client.connection import StoreClient
+from connector.reader.group_state import GroupState, initial_watermark
+from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
+from connector.reader.source.budget import advance_within
+from connector.reader.source.cuts import StreamCut, by_name, start_state
+from connector.reader.source.frontier import Frontier
+from connector.reader.source.limits import Budget
+from connector.reader.source.ranges import SegmentRange, chains_of, ranges_between, split_range
+from connector.reader.source.spec import ReadSpec
+from connector.reader.source.tasks import ReadTask
+
+__all__ = ["SourcePlanner", "Step"]
+
+
+class Step(NamedTuple):
+    """One batch: the frontier after it and the tasks that read it."""
+
+    frontier: Frontier
+    tasks: tuple[ReadTask, ...]
+
+
+class SourcePlanner:
+    """Plans a read of ``spec`` against the store behind ``client``; see the module docstring.
+
+    Not thread-safe: one host thread plans.
+    """
+
+    def __init__(self, client: StoreClient, spec: ReadSpec):
+        self.client = client
+        self.spec = spec
+        self._known = KnownSegments()
+
+    def start(self) -> Frontier:
+        """Where the read starts: the spec's start cut.
+
+        Raises:
+            InvalidArgumentError: the cut names a segment the streams do not
+                have (naming the engine's start option).
+        """
+        state = self.spec.names.checked(
+            "start", lambda: start_state(self.client, self.spec.stream_names, self.spec.start)
+        )
+        return Frontier(state, {}, self.spec.time.advanced(state, None))
+
+    def next(
+        self, previous: Frontier, budget: Budget | None = None, until: Frontier | None = None
+    ) -> Frontier:
+        """The end of the batch after ``previous``: the tail now, or within ``budget``.
+
+        ``budget`` defaults to the spec's; without any limit the end is
+        everything in the streams now. ``until`` (Spark's
+        ``Trigger.AvailableNow``) is a frontier no end passes: an end that
+        would is clipped to it. The watermark never steps back.
+        """
+        end, _ = self._advance(previous, budget)
+        return end if until is None else end.clipped_to(until, previous)
+
+    def step(self, previous: Frontier, budget: Budget | None = None) -> Step:
+        """:meth:`next` and the :meth:`tasks` that read up to it, in one plan.
+
+        The tasks' pieces are the steps the budget measured: splitting them
+        asks the store nothing more.
+        """
+        end, pieces = self._advance(previous, budget)
+        return Step(end, self._tasks(previous, end, pieces))
+
+    def _advance(
+        self, previous: Frontier, budget: Budget | None
+    ) -> tuple[Frontier, dict[str, tuple[SegmentRange, ...]]]:
+        budget = self.spec.budget if budget is None else budget
+        if budget.unlimited:
+            return self.tail(previous), {}
+        return advance_within(self.client, previous, budget, self.spec.time, self.spec.task_size)
+
+    def tail(self, previous: Frontier) -> Frontier:
+        """Everything in the streams now: open segments at their tails, sealed ones finished.
+
+        Depends on ``previous`` only for its finished segments, which stay
+        finished (what was before the start is never read), its ends and
+        its watermark. A segment sealed after the streams were described
+        has successors the description lacks; the plan is then made again,
+        or the group watermark would skip them and pass their events.
+        """
+        cursors: dict[str, tuple[int, int]] = {}
+        finished = set(previous.state.finished)
+        ends = dict(previous.ends)
+        for description in describe_streams(self.client, self.spec.stream_names):
+            for segment in description.segments:
+                if segment.segment in previous.state.finished:
+                    continue
+                info = self.client.segment_info(segment.segment)
+                if info.sealed and not segment.sealed:
+                    return self.tail(previous)  # scaled meanwhile
+                if info.sealed:
+                    finished.add(segment.segment)
+                    ends[segment.segment] = info.write_offset
+                else:
+                    cursors[segment.segment] = (info.write_offset, info.watermark)
+        state = GroupState.starting_at(
+            {s: o for s, (o, _) in cursors.items()},
+            {s: w for s, (_, w) in cursors.items()},
+        )
+        state = replace(state, finished=frozenset(finished))
+        return Frontier(state, ends, self.spec.time.advanced(state, previous.watermark))
+
+    def end(self, start: Frontier) -> Frontier:
+        """Where a bounded read from ``start`` ends: its end cut, by default the tail now.
+
+        At an explicit cut: the cut's segments there, their ancestors read whole.
+
+        Raises:
+            InvalidArgumentError: the cut names a segment the streams do not
+                have (naming the engine's end option).
+        """
+        cut = self.spec.end
+        if cut is None or cut.is_latest:
+            return self.tail(start)
+        return self.spec.names.checked("end", lambda: self._at_cut(cut))
+
+    def _at_cut(self, cut: StreamCut) -> Frontier:
+        segments = by_name(describe_streams(self.client, self.spec.stream_names))
+        offsets = cut.as_dict()
+        before = ancestors(segments, offsets)
+        ends = {name: self.client.segment_info(name).write_offset for name in before}
+        watermarks = {name: initial_watermark(segments[name].creation_time) for name in offsets}
+        state = replace(GroupState.starting_at(offsets, watermarks), finished=frozenset(before))
+        return Frontier(state, ends, self.spec.time.advanced(state, None))
+
+    def tasks(self, begin: Frontier, end: Frontier) -> tuple[ReadTask, ...]:
+        """The read tasks of the events between ``begin`` and ``end``, in the order they are read.
+
+        One task per lineage chain (successors after their predecessors)
+        or, with a task size in the spec, per piece of at most that size
+        (the store says where whole events end), every piece of a chain in
+        its lane. Each carries ``begin``'s watermark as the one in force.
+        """
+        return self._tasks(begin, end, {})
+
+    def _tasks(
+        self, begin: Frontier, end: Frontier, measured: dict[str, tuple[SegmentRange, ...]]
+    ) -> tuple[ReadTask, ...]:
+        ranges = ranges_between(begin, end)
+        if not ranges:
+            return ()
+        segments = self._known.covering(self.client, [r.segment for r in ranges])
+        tasks = []
+        for chain in chains_of(segments, ranges):
+            lane = lineage_lane(segments, chain[0].segment)
+            if self.spec.task_size.unlimited:
+                tasks.append(ReadTask(lane, tuple(chain), begin.watermark))
+                continue
+            for segment_range in chain:
+                for piece in self._pieces(segment_range, measured.get(segment_range.segment, ())):
+                    tasks.append(ReadTask(lane, (piece,), begin.watermark))
+        return tuple(tasks)
+
+    def _pieces(
+        self, segment_range: SegmentRange, measured: tuple[SegmentRange, ...]
+    ) -> Sequence[SegmentRange]:
+        """``segment_range`` in pieces of the task size: the measured ones when they cover it."""
+        if (
+            measured
+            and measured[0].start == segment_range.start
+            and measured[-1].stop == segment_range.stop
+        ):
+            return measured
+        return split_range(self.client, segment_range, self.spec.task_size)

@@ -1,0 +1,181 @@
+"""How a read keeps time: the time domain as a value, and the rules of rise and lateness.
+
+Every time rule of the reader core is here, once (bytewax's ``Clock`` /
+``ClockLogic``: time keeping is configuration, lateness is decided in one
+place):
+
+- :class:`TimeKeeping` says what watermark a group state carries: none in
+  the processing-time domain (:class:`ProcessingTime`), the group
+  watermark less the lag in the ingestion-time domain
+  (:class:`IngestionTime`); :meth:`TimeKeeping.advanced` is the one place a
+  frontier's watermark is computed, and it never steps back;
+- :func:`rose` says whether a watermark rose above the last one;
+- :func:`is_late` says whether an event is late under a watermark.
+
+The initial watermark of a segment (its creation time - 1) is the group
+state's own rule, :func:`~connector.reader.group_state.initial_watermark`.
+
+A third domain (watermarks asserted by writers) is one more subclass whose
+:meth:`~TimeKeeping.watermark` reads those: planners, readers and both
+engines ask only :class:`TimeKeeping`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from connector.errors import InvalidArgumentError
+from connector.reader.events import END_OF_TIME, TimeDomain
+from connector.reader.group_state import GroupState, group_watermark
+from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+
+__all__ = ["IngestionTime", "ProcessingTime", "TimeKeeping", "is_late", "rose"]
+
+_Times = TypeVar("_Times")
+
+
+def rose(watermark: int | None, last: int | None) -> bool:
+    """Whether ``watermark`` is a rise over ``last``: set, and strictly above it (or no last)."""
+    return watermark is not None and (last is None or watermark > last)
+
+
+def is_late(event_time: _Times, watermark: int | None) -> _Times | bool:
+    """Whether an event with ``event_time`` is late under ``watermark``: at or below it.
+
+    Nothing is late under no watermark. ``event_time`` may be an array
+    (numpy, pandas): the answer is then one per element.
+    """
+    if watermark is None:
+        return False
+    return event_time <= watermark  # type: ignore[operator,no-any-return]
+
+
+@dataclass(frozen=True)
+class TimeKeeping(ABC):
+    """A read's time domain as a value: its timestamp assigner and its watermark rule.
+
+    Attributes:
+        assigner: gives each event its event time (by default, its ingestion time).
+    """
+
+    assigner: TimestampAssigner[Any] = field(default_factory=IngestionTimeAssigner)
+    domain: ClassVar[TimeDomain]
+    #: Whether this domain yields watermarks at all.
+    has_watermarks: ClassVar[bool]
+
+    @abstractmethod
+    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> int | None:
+        """The event-time watermark of a group at ``state``, or None (no watermarks).
+
+        ``fresher`` maps readable segments to watermarks newer than the
+        state's (a reader's own positions). Not yet checked to rise.
+        """
+
+    @property
+    def lag_ms(self) -> int | None:
+        """How far event time may trail the watermark's clock, or None without watermarks."""
+        return None
+
+    @property
+    def event_time_is_ingestion_time(self) -> bool:
+        """Whether event time is the ingestion time: events need not be parsed for it."""
+        return isinstance(self.assigner, IngestionTimeAssigner)
+
+    def advanced(
+        self,
+        state: GroupState,
+        last: int | None,
+        fresher: Mapping[str, int] | None = None,
+    ) -> int | None:
+        """The watermark a frontier at ``state`` carries after one that carried ``last``.
+
+        The group's watermark when it rose above ``last``, else ``last``:
+        it never steps back. None in a domain without watermarks.
+        """
+        watermark = self.watermark(state, fresher)
+        return watermark if rose(watermark, last) else last
+
+    def emitted(
+        self,
+        state: GroupState,
+        last: int | None,
+        fresher: Mapping[str, int] | None = None,
+    ) -> int | None:
+        """The watermark to yield now after ``last``, or None when it would not rise."""
+        watermark = self.watermark(state, fresher)
+        return watermark if rose(watermark, last) else None
+
+    @staticmethod
+    def is_late(event_time: _Times, watermark: int | None) -> _Times | bool:
+        """:func:`is_late`: whether an event is late under ``watermark``."""
+        return is_late(event_time, watermark)
+
+    @staticmethod
+    def of(
+        domain: TimeDomain | str,
+        assigner: TimestampAssigner[Any] | None = None,
+        lag_ms: int | None = None,
+    ) -> TimeKeeping:
+        """The time keeping of ``domain``, with ``assigner`` and, with watermarks, ``lag_ms``.
+
+        Raises:
+            InvalidArgumentError: a lag for a domain without watermarks, or a
+                negative lag, naming it.
+        """
+        domain = TimeDomain.parse(domain)
+        assigner = assigner if assigner is not None else IngestionTimeAssigner()
+        if domain is TimeDomain.INGESTION_TIME:
+            return IngestionTime(assigner, 0 if lag_ms is None else lag_ms)
+        if lag_ms:
+            msg = (
+                f"a lag of {lag_ms!r} ms needs the ingestion-time domain: "
+                f"{domain.value!r} has no watermarks"
+            )
+            raise InvalidArgumentError(msg)
+        return ProcessingTime(assigner)
+
+
+@dataclass(frozen=True)
+class ProcessingTime(TimeKeeping):
+    """The processing-time domain (the default): no watermarks, so nothing is late."""
+
+    domain: ClassVar[TimeDomain] = TimeDomain.PROCESSING_TIME
+    has_watermarks: ClassVar[bool] = False
+
+    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> None:
+        """None: this domain has no watermarks."""
+        return None
+
+
+@dataclass(frozen=True)
+class IngestionTime(TimeKeeping):
+    """The ingestion-time domain: the group watermark less ``max_event_time_lag``.
+
+    Attributes:
+        max_event_time_lag_ms: how far event time may trail ingestion time (ms,
+            >= 0). Not the store's ``--max-watermark-lag-ms``, which is how
+            long a segment is idle before the store ticks its watermark.
+    """
+
+    max_event_time_lag_ms: int = 0
+    domain: ClassVar[TimeDomain] = TimeDomain.INGESTION_TIME
+    has_watermarks: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        lag = self.max_event_time_lag_ms
+        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+            msg = f"max_event_time_lag must be milliseconds >= 0, got {lag!r}"
+            raise InvalidArgumentError(msg)
+
+    @property
+    def lag_ms(self) -> int:
+        """``max_event_time_lag_ms``."""
+        return self.max_event_time_lag_ms
+
+    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
+        """The group watermark less the lag; END_OF_TIME once the group is done."""
+        group = group_watermark(state, fresher)
+        return group if group == END_OF_TIME else group - self.max_event_time_lag_ms
