@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_adapter.options import SinkOptions, StreamCut, TidemarkOptions, parse_interval_ms
+from spark_adapter.options import SinkOptions, parse_interval_ms, read_spec
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.source import TidemarkDataSource
 
@@ -43,11 +43,10 @@ _EVENT_TIME_HELPERS = frozenset(
 
 __all__ = [
     "SinkOptions",
-    "StreamCut",
     "TidemarkDataSource",
-    "TidemarkOptions",
     "order_by_event_time",
     "parse_interval_ms",
+    "read_spec",
     "register",
     "split_late",
     "tidemark_schema",

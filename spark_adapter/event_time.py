@@ -41,6 +41,7 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampType
 
 from connector.errors import InvalidArgumentError
+from connector.reader.source.timekeeping import is_late
 from spark_adapter.options import parse_interval_ms
 from spark_adapter.schema import (
     EVENT_TIME,
@@ -172,8 +173,9 @@ class _EventTimeOrderer:
         )
         # Held events were on time when they came, so only fresh ones can be late;
         # fresh on-time ones are after the watermark, so only held ones can be due.
-        late = fresh & (times.isna() | (times <= watermark))
-        due = ~fresh & (times <= watermark)
+        passed = is_late(times, watermark)  # at or below the watermark
+        late = fresh & (times.isna() | passed)
+        due = ~fresh & passed
         keep = ~late & ~due
         released = pending[due].sort_values(_ET_MS, kind="stable")
         if len(released):
@@ -336,9 +338,10 @@ class _WindowCounter:
             late[None] = int(times.isna().sum())
         starts = (times.dropna().astype("int64") // self.size) * self.size
         for start, n in starts.value_counts().items():
-            target = late if start + self.size <= watermark else counts
+            # A window is closed once its end is at or below the watermark: late for it.
+            target = late if is_late(start + self.size, watermark) else counts
             target[int(start)] = target.get(int(start), 0) + int(n)
-        closed = sorted(s for s in counts if s + self.size <= watermark)
+        closed = sorted(s for s in counts if is_late(s + self.size, watermark))
         rows = [(s, counts.pop(s), False) for s in closed]
         rows += [(s, n, True) for s, n in sorted(late.items(), key=_none_first)]
         if rows:

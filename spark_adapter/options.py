@@ -1,10 +1,15 @@
-"""The options of the ``tidemark`` format, parsed and checked before a query starts.
+"""The options of the ``tidemark`` format, checked before a query starts.
 
-Spark hands a data source its options as a case-insensitive dict of strings;
-:meth:`TidemarkOptions.parse` (reading) and :meth:`SinkOptions.parse`
-(writing) turn it into a frozen value, or raise :class:`InvalidArgumentError`
-naming the option (in Spark's camelCase) and the bad value. Nothing here
-touches the JVM or the store, so the parsed values pickle to Spark's workers.
+Spark hands a data source its options as a case-insensitive dict of strings.
+:func:`read_spec` parses a read's strings (intervals, JSON cuts, numbers,
+comma-separated streams) and maps them to the reader core's one read
+specification, :class:`~connector.reader.source.ReadSpec`, which checks them
+and names Spark's options in its errors (:data:`SOURCE_NAMES`);
+:func:`for_batch` and :func:`for_stream` add what depends on the kind of
+read. :meth:`SinkOptions.parse` checks a write's options. Every error is an
+:class:`InvalidArgumentError` naming the option (in Spark's camelCase) and
+the bad value. Nothing here touches the JVM or the store, so the parsed
+values pickle to Spark's workers.
 """
 
 from __future__ import annotations
@@ -13,30 +18,25 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from connector.client.connection import parse_uri
 from connector.client.serializers import SERIALIZER_NAMES
-from connector.errors import InvalidArgumentError, TidemarkError
+from connector.errors import InvalidArgumentError
 from connector.names import SegmentId, StreamId
-from connector.reader.events import ReaderConfig, TimeDomain
-from connector.reader.planning import StartPosition
-from connector.reader.timestamps import (
-    FieldTimestampAssigner,
-    IngestionTimeAssigner,
-    TimestampAssigner,
-    assigner_from_path,
-)
-from connector.security.credentials import ClientCredentials, split_uri
+from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
+from connector.reader.source.spec import store_uri
+from connector.security.credentials import ClientCredentials
 
 __all__ = [
     "DESERIALIZERS",
+    "SOURCE_NAMES",
     "SinkOptions",
-    "StreamCut",
-    "parse_stream_cut",
-    "TidemarkOptions",
+    "for_batch",
+    "for_stream",
     "parse_interval_ms",
+    "parse_stream_cut",
+    "read_spec",
 ]
 
 #: The values the ``deserializer`` option takes: the client's serializer names.
@@ -126,11 +126,7 @@ def parse_interval_ms(text: str, option: str = "interval") -> int:
 # --- stream cuts --------------------------------------------------------------
 
 
-#: Where a read starts or a bounded read ends: the reader core's one vocabulary.
-StreamCut = StartPosition
-
-
-def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> StartPosition:
+def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> StreamCut:
     """Parses ``earliest``, ``latest`` or a cut's JSON over segments of ``streams``.
 
     Raises:
@@ -141,9 +137,9 @@ def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> S
     """
     word = text.strip().lower() if isinstance(text, str) else ""
     if word == "earliest":
-        return StartPosition.earliest()
+        return StreamCut.earliest()
     if word == "latest":
-        return StartPosition.latest()
+        return StreamCut.latest()
     try:
         value = json.loads(text)
     except (TypeError, ValueError):
@@ -160,7 +156,7 @@ def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> S
         if stream not in named:
             msg = f"option {option!r} names no segment of stream {str(stream)!r}: {text!r}"
             raise InvalidArgumentError(msg)
-    return StartPosition.offsets(offsets)
+    return StreamCut.offsets(offsets)
 
 
 def _cut_entry(
@@ -213,25 +209,20 @@ def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str
     return found
 
 
-def _uri(found: dict[str, str]) -> str:
-    """The store URI, with the credential options folded into its query.
+def _credentials(found: dict[str, str]) -> ClientCredentials:
+    """The credential options (files, never secrets: Spark logs and shows options).
 
     The files must be readable where tasks run: on every executor, not only the driver.
     """
-    uri = found.get("uri")
-    if not uri:
-        msg = "option 'uri' is required: the store's address, such as 'tidemark://host:port'"
-        raise InvalidArgumentError(msg)
-    try:
-        parse_uri(uri)
-        base, in_uri = split_uri(uri)
-    except InvalidArgumentError as error:
-        msg = f"option 'uri': {error}"
-        raise InvalidArgumentError(msg) from None
     given = {
         field: found[option] for option, field in _CREDENTIAL_OPTIONS.items() if found.get(option)
     }
-    credentials = in_uri.merged(ClientCredentials(**given))
+    return ClientCredentials(**given)
+
+
+def _uri(found: dict[str, str]) -> str:
+    """The store URI, with the credential options folded into its query."""
+    base, credentials = store_uri(found.get("uri"), _credentials(found), SOURCE_NAMES)
     query = credentials.to_query()
     return f"{base}?{query}" if query else base
 
@@ -248,9 +239,6 @@ def _streams(found: dict[str, str]) -> tuple[StreamId, ...]:
         except InvalidArgumentError as error:
             msg = f"option 'stream' is {text!r}: {error}"
             raise InvalidArgumentError(msg) from None
-        if stream in streams:
-            msg = f"option 'stream' names {str(stream)!r} twice: {text!r}"
-            raise InvalidArgumentError(msg)
         streams.append(stream)
     return tuple(streams)
 
@@ -265,170 +253,104 @@ def _positive_int(found: dict[str, str], option: str) -> int | None:
     return int(text)
 
 
-def _choice(found: dict[str, str], option: str, choices: tuple[str, ...], default: str) -> str:
-    text = found.get(option, default)
-    value = text.strip().lower()
-    if value not in choices:
-        msg = f"option {option!r} must be one of {list(choices)!r}, got {text!r}"
-        raise InvalidArgumentError(msg)
-    return value
-
-
 # --- the source ---------------------------------------------------------------
 
+#: How the reader core's read specification names the source's options in errors.
+SOURCE_LABELS = {
+    "store": "option 'uri'",
+    "streams": "option 'stream'",
+    "start": "option 'startingStreamCut'",
+    "end": "option 'endingStreamCut'",
+    "time_domain": "option 'timeDomain'",
+    "max_event_time_lag": "option 'maxEventTimeLag'",
+    "timestamp_field": "option 'timestampField'",
+    "timestamp_assigner": "option 'timestampAssigner'",
+    "deserializer": "option 'deserializer'",
+    "budget.max_events": "option 'maxEventsPerTrigger'",
+    "budget.max_bytes": "option 'maxBytesPerTrigger'",
+}
+#: The spec field each option sets, for showing its value as given.
+_FIELD_OF_OPTION = {
+    label.removeprefix("option '").removesuffix("'"): field
+    for field, label in SOURCE_LABELS.items()
+}
+#: :data:`SOURCE_LABELS` as the core takes them (for errors that show no value).
+SOURCE_NAMES = OptionNames.of(SOURCE_LABELS)
 
-@dataclass(frozen=True)
-class TidemarkOptions:
-    """The checked options of a ``tidemark`` read, batch or streaming.
 
-    Attributes:
-        uri: the store, ``tidemark://host:port``, with the credential options
-            (``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``, ``tokenFile``) in its query.
-        streams: the streams read, in the order given.
-        time_domain: PROCESSING_TIME (no watermark rows, ``watermark`` null)
-            or INGESTION_TIME.
-        max_event_time_lag_ms: subtracted from the group watermark.
-        timestamp_field: the JSON field holding each event's time, or None.
-        timestamp_assigner: ``module:function`` giving each event's time, or None.
-        starting_stream_cut: where reading starts (default ``earliest``).
-        ending_stream_cut: where a batch read ends (default ``latest``);
-            None for streaming reads.
-        max_events_per_trigger / max_bytes_per_trigger: limits of one
-            micro-batch, None for no limit.
-        deserializer: ``bytes``, ``string`` or ``json``.
+def read_spec(options: Mapping[str, str]) -> ReadSpec:
+    """The read specification of a ``tidemark`` read, batch or streaming.
+
+    Checks every option that does not depend on batch or streaming; call
+    :func:`for_batch` or :func:`for_stream` on the result for the rest.
+
+    Raises:
+        InvalidArgumentError: naming the option and its bad value.
     """
+    found = _lookup(options, _SOURCE_OPTIONS)
+    names = OptionNames.of(
+        SOURCE_LABELS,
+        {_FIELD_OF_OPTION[o]: text for o, text in found.items() if o in _FIELD_OF_OPTION},
+    )
+    streams = _streams(found)
+    lag_text = found.get("maxEventTimeLag")
+    starting = found.get("startingStreamCut", "earliest")
+    start = parse_stream_cut(starting, "startingStreamCut", streams)
+    ending = found.get("endingStreamCut")
+    end = None if ending is None else parse_stream_cut(ending, "endingStreamCut", streams)
+    return ReadSpec.build(
+        names=names,
+        uri=found.get("uri"),
+        credentials=_credentials(found),
+        streams=[StreamRead(str(stream), start, end) for stream in streams],
+        deserializer=found.get("deserializer", "string").strip().lower(),
+        time_domain=found.get("timeDomain", "ProcessingTime"),
+        max_event_time_lag_ms=None
+        if lag_text is None
+        else parse_interval_ms(lag_text, "maxEventTimeLag"),
+        timestamp_field=found.get("timestampField"),
+        timestamp_assigner=found.get("timestampAssigner"),
+        budget=(
+            _positive_int(found, "maxEventsPerTrigger"),
+            _positive_int(found, "maxBytesPerTrigger"),
+        ),
+    )
 
-    uri: str
-    streams: tuple[StreamId, ...]
-    time_domain: TimeDomain = TimeDomain.PROCESSING_TIME
-    max_event_time_lag_ms: int = 0
-    timestamp_field: str | None = None
-    timestamp_assigner: str | None = None
-    starting_stream_cut: StreamCut = field(default_factory=StartPosition.earliest)
-    ending_stream_cut: StreamCut | None = None
-    max_events_per_trigger: int | None = None
-    max_bytes_per_trigger: int | None = None
-    deserializer: str = "string"
 
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> TidemarkOptions:
-        """Checks every option that does not depend on batch or streaming.
+def for_batch(spec: ReadSpec) -> ReadSpec:
+    """``spec`` for a bounded read: it ends at ``endingStreamCut``, by default ``latest``.
 
-        Call :meth:`for_batch` or :meth:`for_stream` on the result for the rest.
-
-        Raises:
-            InvalidArgumentError: naming the option and its bad value.
-        """
-        found = _lookup(options, _SOURCE_OPTIONS)
-        streams = _streams(found)
-        try:
-            domain = TimeDomain.parse(found.get("timeDomain", TimeDomain.PROCESSING_TIME.value))
-        except InvalidArgumentError as error:
-            msg = f"option 'timeDomain': {error}"
-            raise InvalidArgumentError(msg) from None
-        lag_text = found.get("maxEventTimeLag")
-        lag = 0 if lag_text is None else parse_interval_ms(lag_text, "maxEventTimeLag")
-        if lag_text is not None and domain is not TimeDomain.INGESTION_TIME:
-            msg = (
-                f"option 'maxEventTimeLag' ({lag_text!r}) needs timeDomain 'IngestionTime': "
-                "the processing-time domain has no watermarks"
-            )
+    Raises:
+        InvalidArgumentError: when a per-trigger limit is set (batch reads have no triggers).
+    """
+    for field, limit in (
+        ("budget.max_events", spec.budget.max_events),
+        ("budget.max_bytes", spec.budget.max_bytes),
+    ):
+        if limit is not None:
+            shown = spec.names.shown(field, limit)
+            msg = f"{spec.names.label(field)} ({shown}) applies to streaming reads only"
             raise InvalidArgumentError(msg)
-        deserializer = _choice(found, "deserializer", DESERIALIZERS, "string")
-        field_name, assigner = _timestamps(found, deserializer)
-        ending = found.get("endingStreamCut")
-        return cls(
-            uri=_uri(found),
-            streams=streams,
-            time_domain=domain,
-            max_event_time_lag_ms=lag,
-            timestamp_field=field_name,
-            timestamp_assigner=assigner,
-            starting_stream_cut=parse_stream_cut(
-                found.get("startingStreamCut", "earliest"), "startingStreamCut", streams
-            ),
-            ending_stream_cut=None
-            if ending is None
-            else parse_stream_cut(ending, "endingStreamCut", streams),
-            max_events_per_trigger=_positive_int(found, "maxEventsPerTrigger"),
-            max_bytes_per_trigger=_positive_int(found, "maxBytesPerTrigger"),
-            deserializer=deserializer,
-        )
-
-    def for_batch(self) -> TidemarkOptions:
-        """These options for a bounded read: the ending cut defaults to ``latest``.
-
-        Raises:
-            InvalidArgumentError: when a per-trigger limit is set (batch reads have no triggers).
-        """
-        for option, value in (
-            ("maxEventsPerTrigger", self.max_events_per_trigger),
-            ("maxBytesPerTrigger", self.max_bytes_per_trigger),
-        ):
-            if value is not None:
-                msg = f"option {option!r} ({value!r}) applies to streaming reads only"
-                raise InvalidArgumentError(msg)
-        if self.ending_stream_cut is not None:
-            return self
-        return replace(self, ending_stream_cut=StartPosition.latest())
-
-    def for_stream(self) -> TidemarkOptions:
-        """These options for a streaming read.
-
-        Raises:
-            InvalidArgumentError: when ``endingStreamCut`` is set (it bounds batch reads only).
-        """
-        if self.ending_stream_cut is not None:
-            msg = (
-                f"option 'endingStreamCut' ({self.ending_stream_cut.to_json()!r}) applies to "
-                "batch reads only: use spark.read, not spark.readStream"
-            )
-            raise InvalidArgumentError(msg)
-        return self
-
-    def assigner(self) -> TimestampAssigner[Any]:
-        """The timestamp assigner these options name: field, function, or ingestion time."""
-        if self.timestamp_field is not None:
-            return FieldTimestampAssigner(self.timestamp_field)
-        if self.timestamp_assigner is not None:
-            return assigner_from_path(self.timestamp_assigner)
-        return IngestionTimeAssigner()
-
-    def reader_config(self) -> ReaderConfig:
-        """The reader core's configuration for these options."""
-        return ReaderConfig(
-            time_domain=self.time_domain,
-            timestamp_assigner=self.assigner(),
-            max_event_time_lag=self.max_event_time_lag_ms,
-        )
+    if spec.bounded:
+        return spec
+    streams = tuple(replace(read, end=StreamCut.latest()) for read in spec.streams)
+    return replace(spec, streams=streams)
 
 
-def _timestamps(found: dict[str, str], deserializer: str) -> tuple[str | None, str | None]:
-    field_name = found.get("timestampField")
-    assigner = found.get("timestampAssigner")
-    if field_name is not None and assigner is not None:
+def for_stream(spec: ReadSpec) -> ReadSpec:
+    """``spec`` for a streaming read.
+
+    Raises:
+        InvalidArgumentError: when ``endingStreamCut`` is set (it bounds batch reads only).
+    """
+    if spec.bounded:
+        shown = spec.names.shown("end", spec.end.to_json() if spec.end else None)
         msg = (
-            f"options 'timestampField' ({field_name!r}) and 'timestampAssigner' ({assigner!r}) "
-            "exclude each other: give one"
+            f"{spec.names.label('end')} ({shown}) applies to batch reads only: "
+            "use spark.read, not spark.readStream"
         )
         raise InvalidArgumentError(msg)
-    if field_name is not None:
-        if not field_name.strip():
-            msg = f"option 'timestampField' must name a field, got {field_name!r}"
-            raise InvalidArgumentError(msg)
-        if deserializer != "json":
-            msg = (
-                f"option 'timestampField' ({field_name!r}) reads a field of JSON events: "
-                f"set deserializer 'json' (it is {deserializer!r})"
-            )
-            raise InvalidArgumentError(msg)
-    if assigner is not None:
-        try:
-            assigner_from_path(assigner)
-        except TidemarkError as error:
-            msg = f"option 'timestampAssigner': {error}"
-            raise InvalidArgumentError(msg) from None
-    return field_name, assigner
+    return spec
 
 
 # --- the sink -----------------------------------------------------------------

@@ -1,16 +1,16 @@
 """The readers of the ``tidemark`` format: streaming micro-batches and bounded batch reads.
 
-The driver plans offsets (:mod:`spark_adapter.planning`); each task reads
-whole events of its byte ranges straight from the store and returns them as
-Arrow record batches. In the ingestion-time domain every row carries the
-watermark as of the end of its micro-batch, and a batch whose watermark rose
-carries one extra ``kind = 'watermark'`` row, so Spark's watermark advances on
-idle streams too.
+The driver plans with the reader core (:class:`~connector.reader.source.SourcePlanner`):
+offsets are its frontiers, partitions its read tasks. Each task reads its
+ranges with :func:`~connector.reader.source.read_columns` and returns the
+columns as Arrow record batches. In the ingestion-time domain every row
+carries the watermark as of the end of its micro-batch, and a batch whose
+watermark rose carries one extra ``kind = 'watermark'`` row, so Spark's
+watermark advances on idle streams too.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,108 +21,86 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from connector.client.connection import StoreClient
-from connector.errors import InvalidArgumentError
-from connector.framing import FrameColumns, decode_columns
-from connector.reader.planning import (
+from connector.reader.source import (
+    EventColumns,
     Frontier,
-    SegmentRange,
-    advance_to_tail,
-    lineage_chains,
-    ranges_between,
-    read_range,
+    ReadSpec,
+    ReadTask,
+    SourcePlanner,
+    read_columns,
+    text_of,
 )
-from connector.reader.timestamps import (
-    FieldTimestampAssigner,
-    IngestionTimeAssigner,
-    TimestampAssigner,
-)
-from spark_adapter.admission import AvailableNowTarget, budget_of, default_read_limit
-from spark_adapter.options import TidemarkOptions
-from spark_adapter.planning import batch_end, frontier_of, lag_ms, next_end, offset_of, start
+from spark_adapter.admission import budget_of, default_read_limit
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
-try:  # orjson comes with the spark extra; json is the fallback
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
-
-__all__ = ["TidemarkBatchReader", "TidemarkStreamReader", "batch_reader", "stream_reader"]
+__all__ = ["TidemarkBatchReader", "TidemarkPartition", "TidemarkStreamReader", "arrow_batches"]
 
 _ROWS_PER_BATCH = 8192
 
 
 class TidemarkPartition(InputPartition):
-    """What one task reads: byte ranges (a lineage chain, in order) and the batch watermark."""
+    """What one Spark task reads: a read task and the watermark of its micro-batch's end."""
 
-    def __init__(
-        self, ranges: Sequence[SegmentRange], watermark: int | None, watermark_row: bool = False
-    ):
+    def __init__(self, task: ReadTask | None, watermark: int | None, watermark_row: bool = False):
         super().__init__(None)
-        self.ranges = tuple(ranges)
+        self.task = task
         self.watermark = watermark
         self.watermark_row = watermark_row
 
     def __repr__(self) -> str:
-        return f"TidemarkPartition({list(self.ranges)!r}, watermark={self.watermark})"
+        return f"TidemarkPartition({self.task!r}, watermark={self.watermark})"
 
 
 class _Reading:
-    """What the stream and batch readers share: options, schema, a lazy client, task reads."""
+    """What the stream and batch readers share: the spec, the schema, a lazy planner, task reads."""
 
-    def __init__(self, options: TidemarkOptions, schema: StructType):
-        self._options = options
+    def __init__(self, spec: ReadSpec, schema: StructType):
+        self._spec = spec
         self._schema = schema
-        self._client: StoreClient | None = None
+        self._planner: SourcePlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_client"] = None  # a channel does not travel to the workers
+        state["_planner"] = None  # a channel does not travel to the workers
         return state
 
     @property
-    def _store(self) -> StoreClient:
-        if self._client is None:
-            self._client = StoreClient(self._options.uri)
-        return self._client
+    def _plans(self) -> SourcePlanner:
+        if self._planner is None:
+            self._planner = SourcePlanner(self._spec.client(), self._spec)
+        return self._planner
 
     def _partitions(
         self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
-        chains = lineage_chains(self._store, ranges_between(begin, end))
-        rose = end.watermark is not None and (
-            begin.watermark is None or end.watermark > begin.watermark
-        )
-        wants_row = watermark_row and rose
-        if not chains:
-            return [TidemarkPartition((), end.watermark, watermark_row=True)] if wants_row else []
+        tasks = self._plans.tasks(begin, end)
+        wants_row = watermark_row and end.rose_above(begin)
+        if not tasks:
+            return [TidemarkPartition(None, end.watermark, watermark_row=True)] if wants_row else []
         # The watermark row rides with the first task: a Python task costs Spark ~0.1 s to start.
         return [
-            TidemarkPartition(chain, end.watermark, watermark_row=wants_row and i == 0)
-            for i, chain in enumerate(chains)
+            TidemarkPartition(task, end.watermark, watermark_row=wants_row and i == 0)
+            for i, task in enumerate(tasks)
         ]
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
-        """Reads the partition's ranges and yields Arrow record batches of rows."""
-        arrow_schema = _arrow_schema(self._schema)
+        """Reads the partition's task and yields Arrow record batches of rows."""
+        schema = to_arrow_schema(self._schema, timezone="UTC")
         if partition.watermark_row:
-            yield pa.RecordBatch.from_pylist(
-                [_watermark_row(partition.watermark)], schema=arrow_schema
-            )
-        if not partition.ranges:
+            yield watermark_batch(partition.watermark, schema)
+        if partition.task is None or not partition.task.ranges:
             return
-        client = StoreClient(self._options.uri)
-        try:
-            rows = _Rows(self._options, partition.watermark)
-            for segment_range in partition.ranges:
-                for result in read_range(client, segment_range):
-                    rows.add(segment_range.segment, result.data, result.offset)
-                    if rows.size >= _ROWS_PER_BATCH:
-                        yield rows.flush(arrow_schema)
-            if rows.size:
-                yield rows.flush(arrow_schema)
-        finally:
-            client.close()
+        spec = self._spec
+        # Spark's rows carry no lateness: the columns are read with no watermark in force.
+        task = ReadTask(partition.task.lane, partition.task.ranges)
+        with spec.client() as client:
+            columns = read_columns(client, task, spec.time, spec.deserializer)
+            yield from arrow_batches(columns, partition.watermark, schema)
+
+    def _stop(self) -> None:
+        if self._planner is not None:
+            self._planner.client.close()
+            self._planner = None
 
 
 class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -132,41 +110,38 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     start Spark passes, within the read limit it passes
     (:mod:`spark_adapter.admission`); ``Trigger.AvailableNow`` reads what is
     there when the query starts and stops; :meth:`reportLatestOffset` tells
-    Spark's progress where the streams' tails are.
+    Spark's progress where the streams' tails are. Offsets checkpointed by
+    earlier versions, whose parts were JSON strings, are still read.
     """
 
-    def __init__(self, options: TidemarkOptions, schema: StructType):
-        super().__init__(options, schema)
+    def __init__(self, spec: ReadSpec, schema: StructType):
+        super().__init__(spec, schema)
         self._start: Frontier | None = None
-        self._target: AvailableNowTarget | None = None
+        self._target: Frontier | None = None
         self._last_begin: Frontier | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state["_start"] = None
-        state["_target"] = None
-        state["_last_begin"] = None
+        state.update(_start=None, _target=None, _last_begin=None)
         return state
 
     def _initial(self) -> Frontier:
         """``startingStreamCut`` as a frontier, computed once (``latest`` would move)."""
         if self._start is None:
-            self._start = start(self._store, self._options)
+            self._start = self._plans.start()
         return self._start
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Where a new query starts: ``startingStreamCut``."""
-        return offset_of(self._initial())
+        return self._initial().to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's name)
         """``maxEventsPerTrigger`` or ``maxBytesPerTrigger`` as Spark's read limit."""
-        return default_read_limit(self._options)
+        return default_read_limit(self._spec)
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's name)
         """Takes the target of a ``Trigger.AvailableNow`` query: every open segment's tail now."""
-        options = self._options
-        tail = advance_to_tail(self._store, options.streams, self._initial(), lag_ms(options))
-        self._target = AvailableNowTarget(tail)
+        self._target = self._plans.tail(self._initial())
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
         """The end of the micro-batch after ``start``: everything now, or what ``limit`` allows.
@@ -177,32 +152,26 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         is planned to the target instead (so the last batch of such a run may
         hold more than the limit: what the limit left before the target).
         """
-        begin = frontier_of(start)
+        begin = Frontier.from_dict(start)
         self._last_begin = begin
-        end = next_end(self._store, self._options, begin, budget_of(limit, self._options))
-        if self._target is not None and not self._target.contains(end):
-            end = self._target.end_from(begin)
-        offset = offset_of(end)
-        return start if offset == offset_of(begin) else offset
+        end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
+        return start if end == begin else end.to_dict()
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source)."""
         begin = self._last_begin if self._last_begin is not None else self._initial()
-        tail = advance_to_tail(self._store, self._options.streams, begin, lag_ms(self._options))
-        return offset_of(tail)
+        return self._plans.tail(begin).to_dict()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""
-        return self._partitions(frontier_of(start), frontier_of(end), watermark_row=True)
+        return self._partitions(Frontier.from_dict(start), Frontier.from_dict(end), True)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: positions live in Spark's checkpoint."""
 
     def stop(self) -> None:
         """Closes the driver's connection; stopping twice is harmless."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._stop()
 
 
 class TidemarkBatchReader(_Reading, DataSourceReader):
@@ -210,140 +179,68 @@ class TidemarkBatchReader(_Reading, DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """One task per lineage chain of segments."""
-        begin = start(self._store, self._options)
-        end = batch_end(self._store, self._options, begin)
-        return self._partitions(begin, end, watermark_row=False)
-
-
-def batch_reader(options: TidemarkOptions, schema: StructType) -> DataSourceReader:
-    """A reader of the bounded range ``options`` names."""
-    return TidemarkBatchReader(options, schema)
-
-
-def stream_reader(options: TidemarkOptions, schema: StructType) -> DataSourceStreamReader:
-    """A streaming reader of the streams ``options`` names."""
-    return TidemarkStreamReader(options, schema)
-
-
-# --- rows ---------------------------------------------------------------------
-
-
-class _Rows:
-    """Column buffers for one Arrow batch, filled a store read at a time.
-
-    Frames are decoded into columns (:func:`connector.framing.decode_columns`);
-    only what needs Python per event does so: the timestamp assigner. Payloads
-    become the ``event`` column as binary, checked as UTF-8 by Arrow for the
-    string deserializers; the constant columns are built without a list.
-    """
-
-    def __init__(self, options: TidemarkOptions, watermark: int | None):
-        self._deserializer = options.deserializer
-        assigner = options.assigner()
-        self._assigner: TimestampAssigner[Any] | None = (
-            None if isinstance(assigner, IngestionTimeAssigner) else assigner
-        )
-        self._watermark_us = None if watermark is None else watermark * 1000
-        self._clear()
-
-    def _clear(self) -> None:
-        self.keys: list[str | None] = []
-        self.payloads: list[bytes] = []
-        self.event_times: list[int] = []
-        self.segment_runs: list[tuple[str, int]] = []  # (segment, rows), in row order
-        self.offsets: list[int] = []
-        self.ingestion: list[int] = []
-
-    @property
-    def size(self) -> int:
-        return len(self.payloads)
-
-    def add(self, segment: str, data: bytes, base_offset: int) -> None:
-        columns = decode_columns(data, base_offset)
-        self.keys += columns.routing_keys
-        self.payloads += columns.payloads
-        self.offsets += columns.offsets
-        self.ingestion += columns.ingestion_times
-        self.event_times += self._event_times(segment, columns)
-        self.segment_runs.append((segment, len(columns.offsets)))
-
-    def _event_times(self, segment: str, columns: FrameColumns) -> list[int]:
-        """Event times in ms: the assigner's, or the ingestion times."""
-        assigner = self._assigner
-        if assigner is None:
-            return columns.ingestion_times
-        if self._deserializer == "json":
-            # JSON events with an integer timestamp field: read it directly (the common case).
-            field = assigner.field if isinstance(assigner, FieldTimestampAssigner) else None
-            times = []
-            for payload, ingestion_time in zip(
-                columns.payloads, columns.ingestion_times, strict=True
-            ):
-                value = _loads(payload)
-                stamp = value.get(field) if field is not None and type(value) is dict else None
-                if type(stamp) is not int:
-                    stamp = assigner.extract_timestamp(value, ingestion_time)
-                times.append(stamp)
-            return times
-        values: list[Any] = columns.payloads
-        if self._deserializer == "string":
-            values = [
-                _text(payload, segment, offset)
-                for payload, offset in zip(columns.payloads, columns.offsets, strict=True)
-            ]
-        extract = assigner.extract_timestamp
-        return [extract(v, t) for v, t in zip(values, columns.ingestion_times, strict=True)]
-
-    def flush(self, schema: pa.Schema) -> pa.RecordBatch:
-        count = self.size
-        timestamp = schema.field("event_time").type
-        batch = pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.keys, pa.string()),
-                self._events(schema.field("event").type),
-                _timestamps(self.event_times, timestamp),
-                pa.repeat(pa.scalar(self._watermark_us, timestamp), count),
-                pa.repeat(pa.scalar(KIND_EVENT), count),
-                pa.concat_arrays(
-                    [pa.repeat(pa.scalar(name), rows) for name, rows in self.segment_runs]
-                ),
-                pa.array(self.offsets, pa.int64()),
-                _timestamps(self.ingestion, timestamp),
-            ],
-            schema=schema,
-        )
-        self._clear()
-        return batch
-
-    def _events(self, kind: pa.DataType) -> pa.Array:
-        binary = pa.array(self.payloads, pa.binary())
-        if kind == pa.binary():
-            return binary
         try:
-            return binary.cast(kind)  # checks UTF-8
-        except pa.ArrowInvalid:
-            # Name the first bad event (raises); Arrow's message names none.
-            for (segment, offset), payload in zip(self._positions(), self.payloads, strict=True):
-                _text(payload, segment, offset)
-            raise
-
-    def _positions(self) -> Iterator[tuple[str, int]]:
-        offsets = iter(self.offsets)
-        for segment, rows in self.segment_runs:
-            for _ in range(rows):
-                yield segment, next(offsets)
+            begin = self._plans.start()
+            return self._partitions(begin, self._plans.end(begin), watermark_row=False)
+        finally:
+            self._stop()
 
 
-def _text(payload: bytes, segment: str, offset: int) -> str:
-    """``payload`` as UTF-8 text; raises naming the event when it is not."""
+# --- Arrow --------------------------------------------------------------------
+
+
+def arrow_batches(
+    columns: Iterator[EventColumns], watermark: int | None, schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """The events of ``columns`` as Arrow record batches of ``schema`` (up to 8,192 rows each).
+
+    Every row carries ``watermark``. Payloads become the ``event`` column as
+    binary, checked as UTF-8 by Arrow for the string deserializers (the
+    first bad event is named); the constant columns are built without a list.
+    """
+    pending: list[EventColumns] = []
+    rows = 0
+    for part in columns:
+        pending.append(part)
+        rows += len(part)
+        if rows >= _ROWS_PER_BATCH:
+            yield _batch(pending, watermark, schema)
+            pending, rows = [], 0
+    if pending:
+        yield _batch(pending, watermark, schema)
+
+
+def _batch(parts: list[EventColumns], watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
+    count = sum(len(part) for part in parts)
+    timestamp = schema.field("event_time").type
+    watermark_us = None if watermark is None else watermark * 1000
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([k for part in parts for k in part.routing_keys], pa.string()),
+            _events(parts, schema.field("event").type),
+            _timestamps([t for part in parts for t in part.event_times], timestamp),
+            pa.repeat(pa.scalar(watermark_us, timestamp), count),
+            pa.repeat(pa.scalar(KIND_EVENT), count),
+            pa.concat_arrays([pa.repeat(pa.scalar(part.segment), len(part)) for part in parts]),
+            pa.array([o for part in parts for o in part.offsets], pa.int64()),
+            _timestamps([t for part in parts for t in part.ingestion_times], timestamp),
+        ],
+        schema=schema,
+    )
+
+
+def _events(parts: list[EventColumns], kind: pa.DataType) -> pa.Array:
+    binary = pa.array([p for part in parts for p in part.payloads], pa.binary())
+    if kind == pa.binary():
+        return binary
     try:
-        return payload.decode()
-    except UnicodeDecodeError as error:
-        msg = (
-            f"the event at offset {offset} of segment {segment} is not UTF-8 text "
-            f"({error.reason} at byte {error.start}); read it with deserializer 'bytes'"
-        )
-        raise InvalidArgumentError(msg) from None
+        return binary.cast(kind)  # checks UTF-8
+    except pa.ArrowInvalid:
+        # Name the first bad event (raises); Arrow's message names none.
+        for part in parts:
+            for payload, offset in zip(part.payloads, part.offsets, strict=True):
+                text_of(payload, part.segment, offset)
+        raise
 
 
 def _timestamps(millis: list[int], kind: pa.DataType) -> pa.Array:
@@ -351,23 +248,8 @@ def _timestamps(millis: list[int], kind: pa.DataType) -> pa.Array:
     return pa.array(np.fromiter(millis, np.int64, len(millis)) * 1000, kind)
 
 
-def _watermark_row(watermark: int | None) -> dict[str, Any]:
-    return {
-        "routing_key": None,
-        "event": None,
-        "event_time": None,
-        "watermark": None if watermark is None else watermark * 1000,
-        "kind": KIND_WATERMARK,
-        "segment": None,
-        "offset": None,
-        "ingestion_time": None,
-    }
-
-
-def _arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow form of the source schema, exactly as PySpark checks a task's batches against.
-
-    PySpark's own conversion (timestamps in microseconds, UTC; nullability as
-    declared), so the batches match whatever the installed PySpark expects.
-    """
-    return to_arrow_schema(schema, timezone="UTC")
+def watermark_batch(watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
+    """The one row of a batch whose watermark rose: ``kind`` watermark, event columns null."""
+    row = dict.fromkeys(schema.names)
+    row.update(watermark=None if watermark is None else watermark * 1000, kind=KIND_WATERMARK)
+    return pa.RecordBatch.from_pylist([row], schema=schema)

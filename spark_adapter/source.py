@@ -26,8 +26,10 @@ from pyspark.sql.types import StructType
 
 from connector.client.connection import StoreClient
 from connector.errors import NotFoundError, TidemarkError
-from spark_adapter import reading
-from spark_adapter.options import SinkOptions, TidemarkOptions
+from connector.names import StreamId
+from connector.reader.source import ReadSpec
+from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec
+from spark_adapter.reading import TidemarkBatchReader, TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.sink import TidemarkBatchWriter, TidemarkStreamWriter
 
@@ -53,17 +55,17 @@ class TidemarkDataSource(DataSource):
         Raises:
             NotFoundError: naming a stream the store does not have.
         """
-        options = TidemarkOptions.parse(self.options)
-        _require_streams(options)
-        return tidemark_schema(options.deserializer)
+        spec = read_spec(self.options)
+        _require_streams(spec)
+        return tidemark_schema(spec.deserializer)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader from ``startingStreamCut`` to ``endingStreamCut`` (or ``latest``)."""
-        return reading.batch_reader(TidemarkOptions.parse(self.options).for_batch(), schema)
+        return TidemarkBatchReader(for_batch(read_spec(self.options)), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """An unbounded reader from ``startingStreamCut``."""
-        return reading.stream_reader(TidemarkOptions.parse(self.options).for_stream(), schema)
+        return TidemarkStreamReader(for_stream(read_spec(self.options)), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A batch writer; refuses ``overwrite`` (a stream only grows)."""
@@ -74,18 +76,19 @@ class TidemarkDataSource(DataSource):
         return TidemarkStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
 
 
-def _require_streams(options: TidemarkOptions) -> None:
-    """Raises when the store answers that a stream of ``options`` does not exist.
+def _require_streams(spec: ReadSpec) -> None:
+    """Raises when the store answers that a stream of ``spec`` does not exist.
 
     One quick attempt: a store that is not reachable now, slow to answer or
     refusing for another reason is left to the query, which retries as reads do.
     """
-    with StoreClient(options.uri, retry_timeout_s=0.0, call_timeout_s=5.0) as client:
-        for stream in options.streams:
+    with StoreClient(spec.uri, retry_timeout_s=0.0, call_timeout_s=5.0) as client:
+        for name in spec.stream_names:
+            stream = StreamId.parse(name)
             try:
                 client.describe_stream(stream.scope, stream.stream)
             except NotFoundError:
-                msg = f"option 'stream': stream {str(stream)!r} does not exist in {options.uri!r}"
+                msg = f"option 'stream': stream {name!r} does not exist in {spec.uri!r}"
                 raise NotFoundError(msg) from None
             except TidemarkError:
                 return

@@ -9,14 +9,15 @@ import pytest
 from connector.errors import InvalidArgumentError
 from connector.names import StreamId
 from connector.reader.events import TimeDomain
+from connector.reader.source import ReadSpec, StreamCut
 from connector.reader.timestamps import FieldTimestampAssigner, IngestionTimeAssigner
-from spark_adapter.options import SinkOptions, StreamCut, TidemarkOptions, parse_interval_ms
+from spark_adapter.options import SinkOptions, for_batch, for_stream, parse_interval_ms, read_spec
 
 URI = "tidemark://127.0.0.1:9090"
 
 
-def source(**options: str) -> TidemarkOptions:
-    return TidemarkOptions.parse({"uri": URI, "stream": "iot/sensors", **options})
+def source(**options: str) -> ReadSpec:
+    return read_spec({"uri": URI, "stream": "iot/sensors", **options})
 
 
 def event_time_stamp(event: Any) -> int:
@@ -27,17 +28,17 @@ def event_time_stamp(event: Any) -> int:
 def test_defaults_read_strings_from_the_earliest_cut_in_processing_time() -> None:
     options = source()
     assert options.uri == URI
-    assert options.streams == (StreamId("iot", "sensors"),)
-    assert options.time_domain is TimeDomain.PROCESSING_TIME
-    assert options.max_event_time_lag_ms == 0
-    assert options.starting_stream_cut.is_earliest
-    assert options.ending_stream_cut is None
+    assert options.stream_names == ["iot/sensors"]
+    assert options.time.domain is TimeDomain.PROCESSING_TIME
+    assert options.time.lag_ms is None  # no watermarks, so no lag
+    assert options.start == StreamCut.earliest()
+    assert options.end is None
     assert options.deserializer == "string"
-    assert isinstance(options.assigner(), IngestionTimeAssigner)
+    assert isinstance(options.assigner, IngestionTimeAssigner)
 
 
 def test_every_option_parses_and_names_are_case_insensitive() -> None:
-    options = TidemarkOptions.parse(
+    options = read_spec(
         {
             "URI": URI,
             "stream": "iot/a, iot/b",
@@ -52,15 +53,14 @@ def test_every_option_parses_and_names_are_case_insensitive() -> None:
             "checkpointLocation": "/tmp/somewhere",  # Spark adds it for stream writes
         }
     )
-    assert options.streams == (StreamId("iot", "a"), StreamId("iot", "b"))
-    assert options.time_domain is TimeDomain.INGESTION_TIME
-    assert options.max_event_time_lag_ms == 60_500
-    assert options.starting_stream_cut.as_dict() == {"iot/a/0": 10, "iot/a/1": 0, "iot/b/0": 4}
-    assert options.ending_stream_cut == StreamCut("latest")
-    assert (options.max_events_per_trigger, options.max_bytes_per_trigger) == (1000, 1_048_576)
+    assert options.stream_names == [str(StreamId("iot", "a")), str(StreamId("iot", "b"))]
+    assert options.time.domain is TimeDomain.INGESTION_TIME
+    assert options.time.lag_ms == 60_500
+    assert options.start.as_dict() == {"iot/a/0": 10, "iot/a/1": 0, "iot/b/0": 4}
+    assert options.end == StreamCut.latest()
+    assert (options.budget.max_events, options.budget.max_bytes) == (1000, 1_048_576)
     assert options.deserializer == "json"
-    assert isinstance(options.assigner(), FieldTimestampAssigner)
-    assert options.reader_config().lag_ms == 60_500
+    assert isinstance(options.assigner, FieldTimestampAssigner)
 
 
 def test_parsed_options_are_a_frozen_plain_value() -> None:
@@ -69,12 +69,12 @@ def test_parsed_options_are_a_frozen_plain_value() -> None:
     assert hash(options) == hash(source(startingStreamCut='{"iot/sensors/0": 7}'))
     with pytest.raises(AttributeError):
         options.uri = "other"  # type: ignore[misc]
-    assert options.starting_stream_cut.to_json() == '{"iot/sensors/0": 7}'
+    assert options.start.to_json() == '{"iot/sensors/0": 7}'
 
 
 def test_a_timestamp_assigner_names_an_importable_function() -> None:
     options = source(timestampAssigner=f"{__name__}:event_time_stamp", deserializer="json")
-    assert options.assigner().extract_timestamp({"t": 42}, 0) == 42
+    assert options.assigner.extract_timestamp({"t": 42}, 0) == 42
 
 
 @pytest.mark.parametrize(
@@ -127,26 +127,24 @@ def test_each_invalid_option_is_named_with_its_value(
 ) -> None:
     settings = {"uri": URI, "stream": "iot/sensors", **options}
     with pytest.raises(InvalidArgumentError) as error:
-        TidemarkOptions.parse(settings)
+        read_spec(settings)
     message = str(error.value)
     assert repr(option) in message or option in message, message
     assert value in message, message
 
 
 def test_batch_reads_end_at_latest_by_default_and_refuse_trigger_limits() -> None:
-    assert source().for_batch().ending_stream_cut == StreamCut("latest")
+    assert for_batch(source()).end == StreamCut.latest()
     cut = '{"iot/sensors/0": 99}'
-    assert source(endingStreamCut=cut).for_batch().ending_stream_cut == StreamCut(
-        "offsets", (("iot/sensors/0", 99),)
-    )
+    assert for_batch(source(endingStreamCut=cut)).end == StreamCut.offsets({"iot/sensors/0": 99})
     with pytest.raises(InvalidArgumentError, match="'maxEventsPerTrigger'.*streaming reads only"):
-        source(maxEventsPerTrigger="10").for_batch()
+        for_batch(source(maxEventsPerTrigger="10"))
 
 
 def test_streaming_reads_refuse_an_ending_cut() -> None:
-    assert source().for_stream() == source()
+    assert for_stream(source()) == source()
     with pytest.raises(InvalidArgumentError, match="'endingStreamCut'.*batch reads only"):
-        source(endingStreamCut="latest").for_stream()
+        for_stream(source(endingStreamCut="latest"))
 
 
 @pytest.mark.parametrize(
