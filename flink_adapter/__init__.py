@@ -4,16 +4,18 @@
 - :class:`EventTimeOrderingFunction`: a keyed function that emits each key's
   events in event-time order and sends late ones to :data:`LATE_EVENTS`.
 
-It plans and reads through the reader core (:mod:`connector.reader.planning`),
-as the Spark adapter does. Import it only where PyFlink is installed
-(``pip install ".[flink]"`` in a checkout).
+It stands on the reader core's source (:mod:`connector.reader.source`), as
+the Spark adapter does: the builder maps its options to the core's read
+specification, the coordinator plans with the core's planner, the readers
+read with its one read path. Import it only where PyFlink is installed
+(``pip install tidemark-store[flink]``).
 """
 
 from connector.reader.events import TimeDomain
-from connector.reader.planning import StartPosition
+from connector.reader.source import StreamCut
 from flink_adapter.builder import FlinkTidemarkReader, FlinkTidemarkReaderBuilder
-from flink_adapter.graph import OUTPUT_FIELDS
 from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction
+from flink_adapter.rows import OUTPUT_FIELDS
 
 __all__ = [
     "LATE_EVENTS",
@@ -21,6 +23,6 @@ __all__ = [
     "EventTimeOrderingFunction",
     "FlinkTidemarkReader",
     "FlinkTidemarkReaderBuilder",
-    "StartPosition",
+    "StreamCut",
     "TimeDomain",
 ]

@@ -1,7 +1,9 @@
 """The FlinkPravegaReader-style builder of a :class:`FlinkTidemarkReader`, and that reader.
 
-Every ``with_*`` method returns the builder; :meth:`build` checks everything
-in Python and raises :class:`~connector.errors.InvalidArgumentError` naming
+Every ``with_*`` method returns the builder; :meth:`build` maps the options
+to the reader core's :class:`~connector.reader.source.ReadSpec` (which checks
+them, naming the builder's methods: :data:`FLINK_NAMES`) and checks Flink's
+own knobs, raising :class:`~connector.errors.InvalidArgumentError` naming
 the option, before any job is made.
 """
 
@@ -11,13 +13,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from connector.client.connection import parse_uri
-from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError
-from connector.names import StreamId, validate_name
+from connector.names import validate_name
 from connector.reader.events import TimeDomain, to_millis
-from connector.reader.planning import StartPosition
-from connector.security.credentials import ClientCredentials, split_uri
+from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
+from connector.security.credentials import ClientCredentials
 from flink_adapter import graph
 from flink_adapter.epochs import (
     MAX_EPOCH_BYTES,
@@ -25,9 +25,27 @@ from flink_adapter.epochs import (
     MAX_TASK_BYTES,
     MAX_TASK_EVENTS,
 )
-from flink_adapter.settings import SourceSettings, StreamSpec
+from flink_adapter.settings import SourceSettings
 
-__all__ = ["FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
+__all__ = ["FLINK_NAMES", "FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
+
+#: How the reader core's read specification names the builder's options in errors.
+FLINK_NAMES = OptionNames.of(
+    {
+        "store": "with_store",
+        "streams": "for_stream",
+        "start": "for_stream start",
+        "end": "for_stream end",
+        "time_domain": "with_time_domain",
+        "max_event_time_lag": "with_max_event_time_lag",
+        "timestamp_field": "with_timestamp_assigner",
+        "timestamp_assigner": "with_timestamp_assigner",
+        "deserializer": "with_deserialization_schema",
+        "budget": "with_epoch_budget",
+        "task_size": "with_read_task_size",
+        "call_timeout": "with_event_read_timeout",
+    }
+)
 
 
 class FlinkTidemarkReader:
@@ -66,11 +84,11 @@ class FlinkTidemarkReader:
         return graph.create_table(self.settings, env, t_env)
 
     def output_type(self) -> Any:
-        """The Flink type of the source's rows."""
-        return graph.output_type(self.settings)
+        """The Flink type of the source's rows (:data:`~flink_adapter.rows.OUTPUT_FIELDS`)."""
+        return graph.source_type(self.settings)
 
     def __repr__(self) -> str:
-        return f"FlinkTidemarkReader(streams={self.settings.stream_names!r})"
+        return f"FlinkTidemarkReader(streams={self.settings.spec.stream_names!r})"
 
 
 class FlinkTidemarkReaderBuilder:
@@ -100,8 +118,8 @@ class FlinkTidemarkReaderBuilder:
     def for_stream(
         self,
         name: str,
-        start: StartPosition | str | Mapping[str, int] = "earliest",
-        end: StartPosition | str | Mapping[str, int] | None = None,
+        start: StreamCut | str | Mapping[str, int] = "earliest",
+        end: StreamCut | str | Mapping[str, int] | None = None,
     ) -> FlinkTidemarkReaderBuilder:
         """Reads stream ``name`` (``scope/stream``, or ``stream`` in the default scope).
 
@@ -182,33 +200,32 @@ class FlinkTidemarkReaderBuilder:
 
     def _settings(self) -> SourceSettings:
         options = self._options
-        uri = self._checked_uri()
-        streams = self._checked_streams()
-        schema = options.get("deserialization_schema", "bytes")
-        if schema not in SERIALIZER_NAMES:
-            expected = list(SERIALIZER_NAMES)
-            msg = f"with_deserialization_schema: expected one of {expected}, got {schema!r}"
+        timestamp = options.get("timestamp_assigner")
+        if timestamp is not None and (not isinstance(timestamp, str) or not timestamp):
+            msg = (
+                "with_timestamp_assigner: expected a field name or 'module:function', "
+                f"got {timestamp!r}"
+            )
             raise InvalidArgumentError(msg)
-        domain = _time_domain(options.get("time_domain", TimeDomain.PROCESSING_TIME))
-        assigner = options.get("timestamp_assigner")
-        field, path = None, None
-        if assigner is not None:
-            if not isinstance(assigner, str) or not assigner:
-                msg = (
-                    "with_timestamp_assigner: expected a field name or 'module:function', "
-                    f"got {assigner!r}"
-                )
-                raise InvalidArgumentError(msg)
-            if ":" in assigner:
-                path = assigner
-            elif schema != "json":
-                msg = (
-                    f"with_timestamp_assigner: field {assigner!r} needs the json schema, "
-                    f"not {schema!r}"
-                )
-                raise InvalidArgumentError(msg)
-            else:
-                field = assigner
+        is_path = timestamp is not None and ":" in timestamp
+        lag = options.get("max_event_time_lag")
+        timeout = _millis("with_event_read_timeout", options.get("event_read_timeout", 60_000))
+        spec = ReadSpec.build(
+            names=FLINK_NAMES,
+            uri=self._uri,
+            credentials=self._credentials,
+            streams=self._stream_reads(),
+            deserializer=options.get("deserialization_schema", "bytes"),
+            time_domain=options.get("time_domain", TimeDomain.PROCESSING_TIME),
+            max_event_time_lag_ms=None if lag is None else _millis("with_max_event_time_lag", lag),
+            timestamp_field=None if is_path else timestamp,
+            timestamp_assigner=timestamp if is_path else None,
+            budget=options.get("epoch_budget", (MAX_EPOCH_EVENTS, MAX_EPOCH_BYTES)),
+            task_size=options.get("read_task_size", (MAX_TASK_EVENTS, MAX_TASK_BYTES)),
+            call_timeout_ms=60_000
+            if timeout is None
+            else _millis("with_event_read_timeout", timeout),
+        )
         group = options.get("reader_group_name", "flink-reader")
         _checked("with_reader_group_name", lambda: validate_name("reader group", group))
         parallelism = options.get("parallelism")
@@ -217,90 +234,36 @@ class FlinkTidemarkReaderBuilder:
         ):
             msg = f"with_parallelism: expected an integer >= 1, got {parallelism!r}"
             raise InvalidArgumentError(msg)
-        max_events, max_bytes = _limits(
-            "with_epoch_budget", options.get("epoch_budget", (MAX_EPOCH_EVENTS, MAX_EPOCH_BYTES))
-        )
-        task_events, task_bytes = _limits(
-            "with_read_task_size", options.get("read_task_size", (MAX_TASK_EVENTS, MAX_TASK_BYTES))
-        )
         interval = _millis("with_epoch_interval", options.get("epoch_interval", 100))
         if not 1 <= interval <= 60_000:
             msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
             raise InvalidArgumentError(msg)
-        timeout = _millis("with_event_read_timeout", options.get("event_read_timeout", 60_000))
-        if timeout < 1:
-            msg = f"with_event_read_timeout: expected at least 1 ms, got {timeout!r} ms"
-            raise InvalidArgumentError(msg)
         return SourceSettings(
-            uri=uri,
-            streams=streams,
-            deserializer=schema,
-            time_domain=domain,
-            timestamp_field=field,
-            timestamp_assigner=path,
-            max_event_time_lag_ms=_millis(
-                "with_max_event_time_lag", options.get("max_event_time_lag", 0)
-            ),
+            spec=spec,
             reader_group=group,
             uid=options.get("uid"),
-            read_timeout_ms=timeout,
             parallelism=parallelism,
             epoch_interval_ms=interval,
-            max_events_per_epoch=max_events,
-            max_bytes_per_epoch=max_bytes,
-            max_events_per_task=task_events,
-            max_bytes_per_task=task_bytes,
         )
 
-    def _checked_uri(self) -> str:
-        if self._uri is None:
-            msg = "with_store: the store's uri is required, such as 'tidemark://host:port'"
-            raise InvalidArgumentError(msg)
-        uri = self._uri
-        _checked("with_store", lambda: parse_uri(uri))
-        base, in_uri = _checked("with_store", lambda: split_uri(uri))
-        credentials = in_uri.merged(self._credentials) if self._credentials else in_uri
-        query = credentials.to_query()
-        return f"{base}?{query}" if query else base
-
-    def _checked_streams(self) -> tuple[StreamSpec, ...]:
-        if not self._streams:
-            msg = "for_stream: at least one stream is required"
-            raise InvalidArgumentError(msg)
-        specs = []
+    def _stream_reads(self) -> list[StreamRead]:
+        reads = []
         for name, start, end in self._streams:
             qualified = (
                 name
-                if "/" in name or self._default_scope is None
+                if not isinstance(name, str) or "/" in name or self._default_scope is None
                 else f"{self._default_scope}/{name}"
             )
-            stream = _checked("for_stream", lambda q=qualified: StreamId.parse(q))
-            specs.append(
-                StreamSpec(
-                    str(stream),
-                    _checked("for_stream start", lambda s=start: StartPosition.of(s)),
+            reads.append(
+                StreamRead(
+                    qualified,
+                    FLINK_NAMES.checked("start", lambda s=start: StreamCut.of(s)),
                     None
                     if end is None
-                    else _checked("for_stream end", lambda e=end: StartPosition.of(e)),
+                    else FLINK_NAMES.checked("end", lambda e=end: StreamCut.of(e)),
                 )
             )
-        if len({s.name for s in specs}) != len(specs):
-            msg = f"for_stream: a stream is named twice in {[s.name for s in specs]!r}"
-            raise InvalidArgumentError(msg)
-        if len({s.start for s in specs}) > 1 and any(s.start.kind != "offsets" for s in specs):
-            msg = (
-                "for_stream: streams read together share one start (earliest, latest), "
-                "or each gives a cut"
-            )
-            raise InvalidArgumentError(msg)
-        bounded = {s.end is not None for s in specs}
-        if len(bounded) > 1:
-            msg = (
-                "for_stream: give every stream an end for a bounded read, "
-                "or none for an unbounded one"
-            )
-            raise InvalidArgumentError(msg)
-        return tuple(specs)
+        return reads
 
 
 def _checked(option: str, check: Any) -> Any:
@@ -311,27 +274,5 @@ def _checked(option: str, check: Any) -> Any:
         raise InvalidArgumentError(msg) from None
 
 
-def _limits(option: str, limits: tuple[Any, Any]) -> tuple[int | None, int | None]:
-    """``(max_events, max_bytes)``, each an integer >= 1 or None."""
-    for name, limit in zip(("max_events", "max_bytes"), limits, strict=True):
-        wrong = isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        if limit is not None and wrong:
-            msg = f"{option}: {name} must be an integer >= 1 or None, got {limit!r}"
-            raise InvalidArgumentError(msg)
-    return limits
-
-
 def _millis(option: str, value: Any) -> int:
     return int(_checked(option, lambda: to_millis(option, value)))
-
-
-def _time_domain(value: Any) -> TimeDomain:
-    if isinstance(value, TimeDomain):
-        return value
-    for domain in TimeDomain:
-        if isinstance(value, str) and value.replace("_", "").lower() == domain.value.lower():
-            return domain
-        if isinstance(value, str) and value.upper() == domain.name:
-            return domain
-    msg = f"with_time_domain: expected PROCESSING_TIME or INGESTION_TIME, got {value!r}"
-    raise InvalidArgumentError(msg)

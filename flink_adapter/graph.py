@@ -3,7 +3,7 @@
     reader = (
         FlinkTidemarkReader.builder()
         .with_store("tidemark://127.0.0.1:7070")
-        .for_stream("iot/sensors", start=StartPosition.earliest())
+        .for_stream("iot/sensors", start=StreamCut.earliest())
         .with_deserialization_schema("json")
         .with_time_domain(TimeDomain.INGESTION_TIME)
         .with_timestamp_assigner("ts")
@@ -23,10 +23,11 @@ through the Table runtime's watermark assigner, which makes Flink's
 watermark follow the rows' ``wm`` column; the ``wm`` rows are then dropped.
 Everything after the readers runs in the JVM, in both time domains: PyFlink's
 cost is per row a Python function hands over, so the readers hand over
-batches (:func:`~flink_adapter.reading.batched`).
+batches (:func:`~flink_adapter.reading.batch_rows`). Every row shape is
+declared once, in :mod:`flink_adapter.rows`.
 
-The stream's rows (:data:`OUTPUT_FIELDS`) carry their event time as the Flink
-timestamp. In the ingestion-time domain Flink's watermark is the group
+The stream's rows (:data:`~flink_adapter.rows.OUTPUT_FIELDS`) carry their
+event time as the Flink timestamp. In the ingestion-time domain Flink's watermark is the group
 watermark less the lag, strictly ascending; in the processing-time domain
 (the default) the readers emit no watermark rows, so the assigner, which
 ignores a NULL ``wm``, emits no watermark.
@@ -38,32 +39,29 @@ from typing import Any
 
 from pyflink.common import Types
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
-from pyflink.table import DataTypes, Schema, StreamTableEnvironment, Table
+from pyflink.table import StreamTableEnvironment, Table
 from pyflink.table.expressions import col, lit
 
-from flink_adapter.functions import EVENT_FIELDS, EpochCoordinator, TaskReader, reader_row_type
+from flink_adapter.epochs import RECORD_TYPE
+from flink_adapter.functions import EpochCoordinator, TaskReader
+from flink_adapter.rows import (
+    KIND_WATERMARK,
+    OUTPUT_FIELDS,
+    batch_row_type,
+    output_type,
+    table_schema,
+    unnest_query,
+)
 from flink_adapter.settings import SourceSettings
 
 __all__ = [
     "BUFFER_TIMEOUT_MS",
     "BUNDLE_TIME_MS",
-    "OUTPUT_FIELDS",
     "WATERMARK_INTERVAL_MS",
     "create_stream",
     "create_table",
-    "output_type",
+    "source_type",
 ]
-
-#: The fields of the source's rows, in order.
-OUTPUT_FIELDS = (
-    "routing_key",
-    "event",
-    "event_time",
-    "late",
-    "segment",
-    "offset",
-    "ingestion_time",
-)
 
 #: The Python bundle time the builder sets, ms: rows reach the watermark assigner this soon.
 BUNDLE_TIME_MS = 5
@@ -80,7 +78,7 @@ def create_stream(
     env: StreamExecutionEnvironment,
     t_env: StreamTableEnvironment | None = None,
 ) -> DataStream:
-    """Adds the source ``settings`` describe to ``env``; returns its rows (:data:`OUTPUT_FIELDS`).
+    """Adds the source ``settings`` describe to ``env``; returns its rows (``OUTPUT_FIELDS``).
 
     :func:`create_table` as a DataStream: each row's event time is its Flink
     timestamp, and the table's watermark is the stream's.
@@ -96,7 +94,7 @@ def create_table(
 ) -> Table:
     """Adds the source ``settings`` describe to ``env``; returns it as a table of ``t_env``.
 
-    The columns are :data:`OUTPUT_FIELDS`, then ``rt``: the event time as a
+    The columns are ``OUTPUT_FIELDS``, the last of them ``rt``: the event time as a
     ``TIMESTAMP_LTZ(3)`` rowtime attribute, whose watermark is the group
     watermark less the lag in the ingestion-time domain and none in the
     processing-time domain. Table and SQL jobs use it without a conversion
@@ -116,7 +114,7 @@ def create_table(
     tasks = (
         _ticks(settings, env, t_env)
         .key_by(lambda _: 0, key_type=Types.INT())
-        .process(EpochCoordinator(settings), output_type=Types.STRING())
+        .process(EpochCoordinator(settings), output_type=RECORD_TYPE)
         .name("tidemark-coordinator")
         .uid(f"{prefix}-coordinator")
         .set_parallelism(1)
@@ -124,7 +122,7 @@ def create_table(
     )
     rows = (
         tasks.broadcast()
-        .flat_map(TaskReader(settings), output_type=reader_row_type(settings.deserializer))
+        .flat_map(TaskReader(settings), output_type=batch_row_type(settings.spec.deserializer))
         .name("tidemark-reader")
         .uid(f"{prefix}-reader")
         .set_parallelism(parallelism)
@@ -132,27 +130,15 @@ def create_table(
     return _with_watermarks(settings, t_env, rows)
 
 
-def output_type(settings: SourceSettings) -> Any:
-    """The Flink type of the source's rows."""
-    event = (
-        Types.PRIMITIVE_ARRAY(Types.BYTE()) if settings.deserializer == "bytes" else Types.STRING()
-    )
-    kinds = [
-        Types.STRING(),
-        event,
-        Types.LONG(),
-        Types.BOOLEAN(),
-        Types.STRING(),
-        Types.LONG(),
-        Types.LONG(),
-    ]
-    return Types.ROW_NAMED(list(OUTPUT_FIELDS), kinds)
+def source_type(settings: SourceSettings) -> Any:
+    """The Flink type of the source's rows (:func:`flink_adapter.rows.output_type`)."""
+    return output_type(settings.spec.deserializer)
 
 
 def _ticks(
     settings: SourceSettings, env: StreamExecutionEnvironment, t_env: StreamTableEnvironment
 ) -> DataStream:
-    if settings.bounded:
+    if settings.spec.bounded:
         return env.from_collection([0], type_info=Types.INT()).set_parallelism(1)
     # One tick a second: the ticks only start the coordinator's epoch timer and keep the
     # job unbounded (a source that ends would pass Long.MAX_VALUE as the watermark).
@@ -170,31 +156,9 @@ def _with_watermarks(
     """The readers' rows unnested in the JVM, through the watermark assigner, less ``wm`` rows."""
     view = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
     t_env.create_temporary_view(view, t_env.from_data_stream(rows))
-    fields = ", ".join(f"`{name}`" for name in EVENT_FIELDS)
-    # A watermark row has no events: the LEFT JOIN keeps it, its event time its watermark.
-    unnested = t_env.sql_query(
-        "SELECT t.kind, e.routing_key, e.event, COALESCE(e.event_time, t.wm) AS event_time, "
-        "t.wm, e.late, t.segment, e.`offset`, e.ingestion_time, "
-        "TO_TIMESTAMP_LTZ(COALESCE(e.event_time, t.wm), 3) AS rt "
-        f"FROM {view} AS t LEFT JOIN UNNEST(t.events) AS e({fields}) ON TRUE"
-    )
-    event = DataTypes.BYTES() if settings.deserializer == "bytes" else DataTypes.STRING()
-    schema = (
-        Schema.new_builder()
-        .column("kind", DataTypes.STRING())
-        .column("routing_key", DataTypes.STRING())
-        .column("event", event)
-        .column("event_time", DataTypes.BIGINT())
-        .column("wm", DataTypes.BIGINT())
-        .column("late", DataTypes.BOOLEAN())
-        .column("segment", DataTypes.STRING())
-        .column("offset", DataTypes.BIGINT())
-        .column("ingestion_time", DataTypes.BIGINT())
-        .column("rt", DataTypes.TIMESTAMP_LTZ(3))
-        .watermark("rt", "TO_TIMESTAMP_LTZ(wm, 3)")
-        .build()
-    )
+    unnested = t_env.sql_query(unnest_query(view))
+    schema = table_schema(settings.spec.deserializer)
     table = t_env.from_data_stream(t_env.to_data_stream(unnested), schema)
-    return table.filter(col("kind") != lit("wm")).select(
-        *(col(name) for name in OUTPUT_FIELDS), col("rt")
+    return table.filter(col("kind") != lit(KIND_WATERMARK)).select(
+        *(col(name) for name in OUTPUT_FIELDS)
     )

@@ -26,12 +26,13 @@ from pyflink.datastream import OutputTag
 from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor
 
+from connector.reader.source import is_late
+from flink_adapter.rows import LATE_INDEX
+
 __all__ = ["LATE_EVENTS", "EventTimeOrderingFunction"]
 
 #: The side output of late events (the source's rows, as Python values).
 LATE_EVENTS = OutputTag("tidemark-late-events", Types.PICKLED_BYTE_ARRAY())
-
-_LATE_FIELD = 3  # OUTPUT_FIELDS.index("late")
 
 
 class EventTimeOrderingFunction(KeyedProcessFunction):
@@ -45,7 +46,7 @@ class EventTimeOrderingFunction(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:  # noqa: D102
         timestamp = ctx.timestamp()
-        if value[_LATE_FIELD] or timestamp <= ctx.timer_service().current_watermark():
+        if value[LATE_INDEX] or is_late(timestamp, ctx.timer_service().current_watermark()):
             self._late.inc()
             yield LATE_EVENTS, value
             return

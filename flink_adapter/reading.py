@@ -1,21 +1,21 @@
-"""What a reader subtask does with a read task: whole events, their event time, their lateness.
+"""What a reader subtask hands the JVM: a task's events as batch rows.
 
+The events come from the reader core's one read path
+(:func:`~connector.reader.source.read_columns`: event time and lateness
+included); here they become rows of :func:`flink_adapter.rows.batch_row_type`.
 Plain Python over the store client, so it is tested without Flink.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator
 
-from connector.client.connection import StoreClient
-from connector.client.serializers import Serializer
-from connector.framing import iter_frames
-from connector.reader.planning import SegmentRange, read_range
-from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
-from flink_adapter.epochs import ReadTask
+from pyflink.common import Row
 
-__all__ = ["EVENTS_PER_BATCH", "BYTES_PER_BATCH", "ReadEvent", "batched", "read_task"]
+from connector.reader.source import EventColumns, text_of
+from flink_adapter.rows import KIND_EVENTS
+
+__all__ = ["BYTES_PER_BATCH", "EVENTS_PER_BATCH", "batch_rows"]
 
 #: The most events, and payload bytes, in one batch (a larger event is a batch of its own).
 #: A reader emits a batch as one Flink row, which the JVM unnests: fewer rows cost PyFlink
@@ -26,90 +26,40 @@ EVENTS_PER_BATCH = 32
 BYTES_PER_BATCH = 4096
 
 
-class ReadEvent(NamedTuple):
-    """One event as a reader subtask emits it (a tuple: one is built per event).
-
-    Attributes:
-        routing_key: the key it was written with, or None.
-        event: the event as Flink carries it: bytes for the bytes schema, text for the
-            string and JSON schemas (the JSON schema's timestamp assigner saw the parsed value).
-        event_time: epoch ms, from the timestamp assigner.
-        late: whether ``event_time`` is at or below the watermark in force when it was read.
-        offset: where it is stored in ``segment``.
-        ingestion_time: the store's ingestion time for it, epoch ms.
-        segment: the segment it is stored in.
-        size: its stored payload's size in bytes.
-    """
-
-    routing_key: str | None
-    event: Any
-    event_time: int
-    late: bool
-    offset: int
-    ingestion_time: int
-    segment: str
-    size: int
-
-
-def read_task(
-    client: StoreClient,
-    task: ReadTask,
-    serializer: Serializer[Any],
-    assigner: TimestampAssigner[Any],
+def batch_rows(
+    columns: EventColumns,
     as_text: bool,
-) -> Iterator[ReadEvent]:
-    """The events of ``task``'s ranges, in order, each flagged late or not.
-
-    ``as_text``: emit each event as its UTF-8 text (string and JSON schemas)
-    rather than its bytes. An event is deserialized only for a timestamp
-    assigner that reads it: with event time from ingestion, the JSON schema's
-    events pass through as their text, unparsed.
-    """
-    in_force = task.watermark_in_force
-    parse = not isinstance(assigner, IngestionTimeAssigner)
-    for segment, start, stop in task.ranges:
-        for result in read_range(client, SegmentRange(segment, start, stop)):
-            for frame in iter_frames(result.data, result.offset):
-                payload = frame.payload
-                ingestion_time = frame.ingestion_time
-                event_time = (
-                    assigner.extract_timestamp(serializer.deserialize(payload), ingestion_time)
-                    if parse
-                    else ingestion_time
-                )
-                yield ReadEvent(
-                    frame.routing_key,
-                    payload.decode() if as_text else payload,
-                    event_time,
-                    in_force is not None and event_time <= in_force,
-                    frame.offset,
-                    ingestion_time,
-                    segment,
-                    len(payload),
-                )
-
-
-def batched(
-    events: Iterable[ReadEvent],
     max_events: int = EVENTS_PER_BATCH,
     max_bytes: int = BYTES_PER_BATCH,
-) -> Iterator[list[ReadEvent]]:
-    """``events`` in order, in batches of one segment's events.
+) -> Iterator[Row]:
+    """``columns``' events in order, as rows of batches of at most ``max_events`` and ``max_bytes``.
 
-    A batch holds at most ``max_events`` events and ``max_bytes`` payload
-    bytes, and at least one event.
+    Each batch holds at least one event. ``as_text``: each event as its UTF-8
+    text (string and JSON schemas) rather than its bytes; a JSON event is
+    never parsed here.
     """
-    batch: list[ReadEvent] = []
-    size = 0
-    for event in events:
-        if batch and (
-            event.segment != batch[0].segment
-            or len(batch) == max_events
-            or size + event.size > max_bytes
+    segment = columns.segment
+    payloads = columns.payloads
+    count = len(columns)
+    late = columns.late
+    first = 0
+    while first < count:
+        stop, size = first + 1, len(payloads[first])
+        while (
+            stop < count and stop - first < max_events and size + len(payloads[stop]) <= max_bytes
         ):
-            yield batch
-            batch, size = [], 0
-        batch.append(event)
-        size += event.size
-    if batch:
-        yield batch
+            size += len(payloads[stop])
+            stop += 1
+        events = [
+            Row(
+                columns.routing_keys[i],
+                text_of(payloads[i], segment, columns.offsets[i]) if as_text else payloads[i],
+                columns.event_times[i],
+                late[i],
+                columns.offsets[i],
+                columns.ingestion_times[i],
+            )
+            for i in range(first, stop)
+        ]
+        yield Row(KIND_EVENTS, None, segment, events)
+        first = stop

@@ -1,20 +1,32 @@
-"""The coordinator's epochs and the readers' tasks, against a real store server (no Flink)."""
+"""The coordinator's epochs and the readers' tasks, against a real store server (no Flink).
+
+The coordinator plans each epoch with the reader core (``SourcePlanner.step``)
+and sends its tasks, then an :class:`EpochEnd`; a reader reads a task with the
+core's ``read_columns`` and hands the JVM its events as batch rows.
+"""
 
 from __future__ import annotations
 
 import json
+import pickle
+from typing import Any
 
 import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
-from connector.reader.lineage import KnownSegments
-from connector.reader.planning import start_frontier
-from connector.reader.timestamps import FieldTimestampAssigner
-from flink_adapter.epochs import EpochEnd, ReadTask, decode_record, plan_epoch
-from flink_adapter.reading import ReadEvent, batched, read_task
+from connector.reader.source import (
+    EventColumns,
+    Frontier,
+    ReadTask,
+    SegmentRange,
+    SourcePlanner,
+    read_columns,
+)
+from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.epochs import EpochEnd, epoch_records
+from flink_adapter.reading import batch_rows
 
 LAG = 1_000
-_ASSIGNER = FieldTimestampAssigner("ts")
 
 
 def _store(start_store, segments=2):
@@ -25,53 +37,82 @@ def _store(start_store, segments=2):
     return server, client
 
 
+def _planner(client: StoreClient, lag: int | None = LAG, **builder: Any) -> SourcePlanner:
+    """The coordinator's planner: the builder's spec (JSON events timed by ``ts``)."""
+    options = (
+        FlinkTidemarkReader.builder()
+        .with_store("tidemark://127.0.0.1:1")  # the planner uses ``client``
+        .for_stream("e/s")
+        .with_deserialization_schema("json")
+    )
+    if lag is not None:
+        options = (
+            options.with_time_domain(TimeDomain.INGESTION_TIME)
+            .with_timestamp_assigner("ts")
+            .with_max_event_time_lag(lag)
+        )
+    for name, value in builder.items():
+        options = getattr(options, name)(*value)
+    return SourcePlanner(client, options.build().settings.spec)
+
+
+def _epoch(
+    planner: SourcePlanner, previous: Frontier, epoch: int
+) -> tuple[Frontier, list[ReadTask], EpochEnd]:
+    step = planner.step(previous)
+    *tasks, end = epoch_records(epoch, previous, step)
+    return step.frontier, tasks, end
+
+
 def test_epochs_plan_tasks_then_an_end_whose_watermark_only_rises(start_store, clock):
     server, client = _store(start_store)
-    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    planner = _planner(client, with_epoch_budget=(4, None))
+    frontier = planner.start()
     with EventWriter(client, "e/s", JsonSerializer()) as writer:
         for n in range(6):
             writer.write_event({"n": n, "ts": clock.now_ms()}, routing_key=f"k{n}")
     marks = []
     for epoch in range(1, 6):
-        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG, max_events=4)
-        assert all(task.epoch == epoch for task in plan.tasks)
-        assert all(task.watermark_in_force == frontier.watermark for task in plan.tasks)
-        if plan.end.watermark is not None:
-            marks.append(plan.end.watermark)
-        frontier = plan.frontier
+        following, tasks, end = _epoch(planner, frontier, epoch)
+        assert end.epoch == epoch
+        assert all(task.watermark_in_force == frontier.watermark for task in tasks)
+        if end.watermark is not None:
+            marks.append(end.watermark)
+        frontier = following
         clock.advance(400)
         server.store.advance_idle_segments()
     assert marks == sorted(set(marks)) and len(marks) >= 2, marks
-    assert not plan_epoch(client, ["e/s"], frontier, 6, LAG).events_planned
+    assert not _epoch(planner, frontier, 6)[1], "nothing more to read"
     client.close()
 
 
 def test_idle_segments_move_the_epoch_watermark(start_store, clock):
     server, client = _store(start_store)
-    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
-    first = plan_epoch(client, ["e/s"], frontier, 1, LAG)
+    planner = _planner(client)
+    first, _, _ = _epoch(planner, planner.start(), 1)
     clock.advance(5_000)
     server.store.advance_idle_segments()
-    second = plan_epoch(client, ["e/s"], first.frontier, 2, LAG)
-    assert not second.events_planned
-    assert second.end.watermark is not None
-    assert second.end.watermark > (first.frontier.watermark or 0)
+    _, tasks, end = _epoch(planner, first, 2)
+    assert not tasks
+    assert end.watermark is not None
+    assert end.watermark > (first.watermark or 0)
     client.close()
 
 
 def test_the_processing_time_domain_plans_no_watermark(start_store, clock):
     server, client = _store(start_store)
-    frontier = start_frontier(client, ["e/s"], "earliest", None)
+    planner = _planner(client, lag=None)
     clock.advance(5_000)
     server.store.advance_idle_segments()
-    assert plan_epoch(client, ["e/s"], frontier, 1, None).end.watermark is None
+    assert _epoch(planner, planner.start(), 1)[2].watermark is None
     client.close()
 
 
-def test_records_round_trip_through_their_text():
-    task = ReadTask(3, 1, (("e/s/0", 0, 120), ("e/s/2", 0, 40)), 1_700_000_000_000)
-    assert decode_record(task.encode()) == task
-    assert decode_record(EpochEnd(3, None).encode()) == EpochEnd(3, None)
+def test_records_are_typed_values_that_round_trip_through_pickle():
+    ranges = (SegmentRange("e/s/0", 0, 120), SegmentRange("e/s/2", 0, 40))
+    task = ReadTask(1, ranges, 1_700_000_000_000)
+    assert pickle.loads(pickle.dumps(task)) == task
+    assert pickle.loads(pickle.dumps(EpochEnd(3, None))) == EpochEnd(3, None)
 
 
 def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store, clock):
@@ -81,10 +122,14 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
         for ts in (now - 10, now, now + 10):
             writer.write_event({"ts": ts}, routing_key="k")
     end = client.segment_info("e/s/0").write_offset
-    task = ReadTask(1, 0, (("e/s/0", 0, end),), now)
-    events = list(read_task(client, task, JsonSerializer(), FieldTimestampAssigner("ts"), True))
-    assert [(e.event_time - now, e.late) for e in events] == [(-10, True), (0, True), (10, False)]
-    assert all(isinstance(e.event, str) for e in events)
+    task = ReadTask(0, (SegmentRange("e/s/0", 0, end),), now)
+    spec = _planner(client).spec
+    (columns,) = read_columns(client, task, spec.time, spec.deserializer)
+    assert [t - now for t in columns.event_times] == [-10, 0, 10]
+    assert columns.late == [True, True, False]
+    rows = [event for row in batch_rows(columns, as_text=True) for event in row[3]]
+    assert all(isinstance(row[1], str) for row in rows)
+    assert [row[3] for row in rows] == [True, True, False]
     client.close()
 
 
@@ -92,10 +137,10 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
 def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_follow(
     start_store, clock, remembered
 ):
-    """Also with the segments' descriptions kept from epoch to epoch, as the coordinator does."""
-    known = KnownSegments() if remembered else None
+    """Also with one planner for every epoch (it keeps the segments' descriptions)."""
     server, client = _store(start_store)
-    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    kept = _planner(client)
+    frontier = kept.start()
     first, second = [s.segment for s in client.describe_stream("e", "s").segments]
     written: dict[str, int] = {}
 
@@ -105,9 +150,9 @@ def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_fol
         for segment in segments:
             client.append(segment, f"w-{segment}", written.get(segment, 0), [b"a", b"b"])
             written[segment] = written.get(segment, 0) + 2
-        plan = plan_epoch(client, ["e/s"], frontier, epoch, LAG, known=known)
-        frontier = plan.frontier
-        return {task.ranges[0][0]: task.index for task in plan.tasks}
+        planner = kept if remembered else _planner(client)
+        frontier, tasks, _ = _epoch(planner, frontier, epoch)
+        return {task.ranges[0].segment: task.lane for task in tasks}
 
     both = lanes_after([first, second], 1)
     assert both[first] % 2 != both[second] % 2, "two segments, two readers"
@@ -120,29 +165,51 @@ def test_a_segment_goes_to_the_same_reader_in_every_epoch_and_its_successors_fol
 
 
 def test_an_epoch_cuts_each_segment_into_tasks_of_at_most_so_many_events_in_read_order(
-    start_store, clock
+    start_store, clock, monkeypatch
 ):
+    """The budget measures in steps of the task size: the tasks are those steps, no more asked."""
     server, client = _store(start_store, segments=1)
-    frontier = start_frontier(client, ["e/s"], "earliest", LAG)
+    planner = _planner(client, with_read_task_size=(3, None))
+    frontier = planner.start()
     with EventWriter(client, "e/s", JsonSerializer()) as writer:
         for n in range(7):
             writer.write_event({"n": n, "ts": clock.now_ms()}, routing_key="k")
-    plan = plan_epoch(client, ["e/s"], frontier, 1, LAG, max_task_events=3)
+    asked: list[int] = []
+    plan_read = StoreClient.plan_read
+
+    def counting(self: StoreClient, segment: str, offset: int, *args: Any, **kwargs: Any) -> Any:
+        asked.append(offset)
+        return plan_read(self, segment, offset, *args, **kwargs)
+
+    monkeypatch.setattr(StoreClient, "plan_read", counting)
+    _, tasks, _ = _epoch(planner, frontier, 1)
+    monkeypatch.undo()
+    spec = planner.spec
     read = [
-        [json.loads(e.event)["n"] for e in read_task(client, t, JsonSerializer(), _ASSIGNER, True)]
-        for t in plan.tasks
+        [json.loads(p)["n"] for c in read_columns(client, t, spec.time, "json") for p in c.payloads]
+        for t in tasks
     ]
     assert read == [[0, 1, 2], [3, 4, 5], [6]]
-    assert len({task.index for task in plan.tasks}) == 1, "one segment, one lane"
+    assert len({task.lane for task in tasks}) == 1, "one segment, one lane"
+    assert len(asked) == 3, "one plan per task, measured once: splitting asked nothing more"
     client.close()
 
 
-def _event(segment: str, n: int, size: int = 10) -> ReadEvent:
-    return ReadEvent(None, n, n, False, n, n, segment, size)
+def _columns(segment: str, sizes: list[int]) -> EventColumns:
+    n = len(sizes)
+    return EventColumns(
+        segment, list(range(n)), [0] * n, [None] * n, [b"x" * s for s in sizes], list(range(n))
+    )
 
 
 def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order():
-    events = [_event("a", n) for n in range(5)] + [_event("b", 5, size=50), _event("b", 6)]
-    batches = list(batched(events, max_events=2, max_bytes=40))
-    assert [[e.event for e in batch] for batch in batches] == [[0, 1], [2, 3], [4], [5], [6]]
-    assert list(batched([])) == []
+    rows = list(batch_rows(_columns("a", [10] * 5), False, max_events=2, max_bytes=40))
+    rows += batch_rows(_columns("b", [50, 10]), False, max_events=2, max_bytes=40)
+    assert [(row[2], [e[4] for e in row[3]]) for row in rows] == [
+        ("a", [0, 1]),
+        ("a", [2, 3]),
+        ("a", [4]),
+        ("b", [0]),
+        ("b", [1]),
+    ]
+    assert list(batch_rows(_columns("c", []), False)) == []

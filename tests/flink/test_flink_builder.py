@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 
 from connector.errors import InvalidArgumentError
+from connector.reader.timestamps import FieldTimestampAssigner
 from connector.security import ClientCredentials
-from flink_adapter import FlinkTidemarkReader, StartPosition, TimeDomain
+from flink_adapter import FlinkTidemarkReader, StreamCut, TimeDomain
 
 
 def _builder():
@@ -29,17 +30,17 @@ def test_a_complete_builder_gives_the_settings_it_was_told():
         .build()
     )
     settings = reader.settings
-    assert settings.time_domain is TimeDomain.INGESTION_TIME
-    assert (settings.timestamp_field, settings.max_event_time_lag_ms) == ("ts", 5_000)
-    assert (settings.parallelism, settings.read_timeout_ms) == (3, 2_000)
+    spec = settings.spec
+    assert spec.time.domain is TimeDomain.INGESTION_TIME
+    assert (spec.assigner, spec.time.lag_ms) == (FieldTimestampAssigner("ts"), 5_000)
+    assert (settings.parallelism, spec.call_timeout_ms) == (3, 2_000)
     assert settings.uid_prefix == "sensors-source"
-    assert settings.streams[0].start == StartPosition.earliest() and not settings.bounded
-    assert settings.lag_ms == 5_000
+    assert spec.streams[0].start == StreamCut.earliest() and not spec.bounded
 
 
 def test_the_processing_time_domain_is_the_default_and_plans_no_watermark():
-    settings = _builder().build().settings
-    assert settings.time_domain is TimeDomain.PROCESSING_TIME and settings.lag_ms is None
+    spec = _builder().build().settings.spec
+    assert spec.time.domain is TimeDomain.PROCESSING_TIME and not spec.time.has_watermarks
 
 
 def test_credentials_go_into_the_uri_as_files():
@@ -50,7 +51,7 @@ def test_credentials_go_into_the_uri_as_files():
         .for_stream("iot/s")
         .build()
     )
-    assert reader.settings.uri == "tidemark://h:1?tls_ca_file=ca.pem&token_file=t.token"
+    assert reader.settings.spec.uri == "tidemark://h:1?tls_ca_file=ca.pem&token_file=t.token"
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,7 @@ def test_credentials_go_into_the_uri_as_files():
         (lambda b: b.for_stream("iot/s"), "named twice"),
         (lambda b: b.with_deserialization_schema("avro"), "with_deserialization_schema"),
         (lambda b: b.with_time_domain("EventTime"), "with_time_domain"),
-        (lambda b: b.with_timestamp_assigner("ts"), "needs the json schema"),
+        (lambda b: b.with_timestamp_assigner("ts"), "reads a field of JSON events"),
         (lambda b: b.with_max_event_time_lag(-1), "with_max_event_time_lag"),
         (lambda b: b.with_parallelism(0), "with_parallelism"),
         (lambda b: b.with_reader_group_name("no spaces"), "with_reader_group_name"),

@@ -35,7 +35,7 @@ def test_a_flink_job_reads_with_tls_and_a_read_token_only_its_scope(
             .with_deserialization_schema("json")
             .build()
         )
-        assert "secret" not in reader.settings.uri  # files, never the token itself
+        assert "secret" not in reader.settings.spec.uri  # files, never the token itself
         out = reader.create_stream(flink_env).map(lambda row: row[1], output_type=Types.STRING())
         with out.execute_and_collect() as results:
             rows = Collected(results).wait_until_finished()

@@ -22,7 +22,7 @@ from flink_adapter import (
     LATE_EVENTS,
     EventTimeOrderingFunction,
     FlinkTidemarkReader,
-    StartPosition,
+    StreamCut,
     TimeDomain,
 )
 from tests.truncation import truncated_stream
@@ -130,7 +130,7 @@ def test_a_bounded_read_returns_each_event_once_and_ends_the_job_with_the_final_
             writer.write_event(reading, routing_key=reading["sensor"])
             written.append(reading)
     client.scale_stream("w", "s", [0], split_count=2)  # sealed segments are read whole
-    reader = _reader(server.uri, parallelism=2, start=StartPosition.earliest(), end="latest")
+    reader = _reader(server.uri, parallelism=2, start=StreamCut.earliest(), end="latest")
     readings = reader.create_stream(flink_env)
     ordered = readings.key_by(lambda row: row[0], key_type=Types.STRING()).process(
         EventTimeOrderingFunction(), output_type=reader.output_type()
@@ -152,7 +152,7 @@ class _Stamped(ProcessFunction):
     def process_element(self, value: Any, ctx: Any) -> Any:
         yield json.dumps(
             {
-                "row": list(value)[:7],  # without the rowtime column
+                "row": list(value)[:7],  # without the rowtime column (an Instant)
                 "timestamp": ctx.timestamp(),
                 "watermark": ctx.timer_service().current_watermark(),
             }
@@ -170,7 +170,7 @@ def test_the_processing_time_domain_stamps_rows_with_event_time_and_emits_no_wat
     reader = (
         FlinkTidemarkReader.builder()
         .with_store(server.uri)
-        .for_stream("w/s", start=StartPosition.earliest(), end="latest")
+        .for_stream("w/s", start=StreamCut.earliest(), end="latest")
         .with_deserialization_schema("json")
         .with_read_task_size(max_events=40)
         .with_parallelism(2)
@@ -202,7 +202,7 @@ def test_a_table_job_windows_the_source_in_sql_on_its_rowtime_and_watermark(
     with EventWriter(client, "w/s", JsonSerializer()) as writer:
         for n, ts in enumerate(times):
             writer.write_event({"n": n, "ts": ts}, routing_key=f"k{n % 3}")
-    reader = _reader(server.uri, parallelism=2, start=StartPosition.earliest(), end="latest")
+    reader = _reader(server.uri, parallelism=2, start=StreamCut.earliest(), end="latest")
     t_env = StreamTableEnvironment.create(flink_env)
     t_env.create_temporary_view("readings", reader.create_table(flink_env, t_env))
     counts = t_env.execute_sql(
