@@ -56,7 +56,7 @@ from connector._wire import MAX_EVENTS_PER_APPEND  # noqa: E402
 from connector.clock import ManualClock  # noqa: E402
 from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
-from connector.reader.planning import SegmentRange, read_range  # noqa: E402
+from connector.reader.source import SegmentRange, read_range  # noqa: E402
 from connector.store import SegmentStore, StoreConfig  # noqa: E402
 from connector.store.journal import Journal  # noqa: E402
 from tests.faults.rpc_fuzz import fuzz_server  # noqa: E402

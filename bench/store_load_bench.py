@@ -56,7 +56,7 @@ from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS
 from connector.errors import TidemarkError
 from connector.framing import iter_frames
-from connector.reader.planning import SegmentRange, read_range
+from connector.reader.source import SegmentRange, read_range
 
 SECTION = "store_load"
 _PAYLOAD = b"x" * 100

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from connector import StoreClient
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
-from connector.reader.planning import SegmentRange, read_range
+from connector.reader.source import SegmentRange, read_range
 from tests.conftest import ServerProcess, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING

@@ -33,8 +33,6 @@ __all__ = [
     "Successor",
     "WaitingSegment",
     "advance",
-    "allocate_bytes",
-    "emitted_watermark",
     "finish",
     "group_watermark",
     "initial_watermark",
@@ -200,19 +198,6 @@ def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None)
     return min(watermarks, default=END_OF_TIME)
 
 
-def emitted_watermark(group_wm: int, lag_ms: int, last_emitted: int | None) -> int | None:
-    """The event-time watermark to yield now, or None when it would not rise.
-
-    ``group_wm - lag_ms`` is yielded only when strictly above ``last_emitted``,
-    so what a reader yields ascends strictly whatever the group does.
-    END_OF_TIME passes through unchanged: the group is done.
-    """
-    candidate = group_wm if group_wm == END_OF_TIME else group_wm - lag_ms
-    if last_emitted is not None and candidate <= last_emitted:
-        return None
-    return candidate
-
-
 def watermark_after(
     read_watermark: int, last_taken_ingestion_time: int | None, took_all: bool
 ) -> int | None:
@@ -295,28 +280,6 @@ def unassigned_oldest_first(state: GroupState, assigned: Iterable[str]) -> list[
     taken = set(assigned)
     free = [s for s in state.cursors if s not in taken]
     return sorted(free, key=lambda s: (state.cursors[s].watermark, s))
-
-
-def allocate_bytes(
-    state: GroupState, available: Mapping[str, int], budget: int | None
-) -> dict[str, int]:
-    """How many bytes each readable segment may read next, oldest watermark first.
-
-    ``available`` maps a segment to the bytes readable beyond its cursor (up
-    to its tail or end cut). With no budget every segment gets all of it.
-    """
-    if budget is not None and budget <= 0:
-        msg = f"byte budget must be > 0 or None, got {budget!r}"
-        raise InvalidArgumentError(msg)
-    allocation: dict[str, int] = {}
-    remaining = budget
-    for segment in unassigned_oldest_first(state, ()):
-        want = max(0, available.get(segment, 0))
-        grant = want if remaining is None else min(want, remaining)
-        allocation[segment] = grant
-        if remaining is not None:
-            remaining -= grant
-    return allocation
 
 
 def plan_cut(state: GroupState, reachable: Mapping[str, int]) -> dict[str, int]:

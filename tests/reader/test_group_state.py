@@ -12,8 +12,6 @@ from connector.reader.group_state import (
     GroupState,
     Successor,
     advance,
-    allocate_bytes,
-    emitted_watermark,
     finish,
     group_watermark,
     plan_cut,
@@ -71,13 +69,6 @@ def test_finish_of_an_unknown_segment_names_it() -> None:
         advance(two_segments(), "s/t/9", 1, 1)
 
 
-def test_emitted_watermark_subtracts_the_lag_and_only_rises() -> None:
-    assert emitted_watermark(1000, 100, None) == 900
-    assert emitted_watermark(1000, 100, 900) is None
-    assert emitted_watermark(1001, 100, 900) == 901
-    assert emitted_watermark(END_OF_TIME, 100, 901) == END_OF_TIME
-
-
 def test_unassigned_segments_are_taken_oldest_watermark_first() -> None:
     state = advance(two_segments(), "s/t/0", 1, 500)
     assert unassigned_oldest_first(state, ()) == ["s/t/1", "s/t/0"]
@@ -88,14 +79,6 @@ def test_plan_cut_moves_forward_within_the_end_cut() -> None:
     state = GroupState.starting_at({"a/b/0": 10}, {"a/b/0": 0}, end_cut={"a/b/0": 40})
     assert plan_cut(state, {"a/b/0": 100}) == {"a/b/0": 40}
     assert plan_cut(state, {"a/b/0": 5}) == {"a/b/0": 10}
-
-
-def test_allocate_bytes_serves_the_oldest_segment_first() -> None:
-    state = advance(two_segments(), "s/t/0", 1, 500)
-    assert allocate_bytes(state, {"s/t/0": 70, "s/t/1": 80}, 100) == {"s/t/1": 80, "s/t/0": 20}
-    assert allocate_bytes(state, {"s/t/0": 70, "s/t/1": 80}, None) == {"s/t/1": 80, "s/t/0": 70}
-    with pytest.raises(InvalidArgumentError, match="0"):
-        allocate_bytes(state, {}, 0)
 
 
 def test_a_bounded_group_ignores_successors_outside_its_end_cut() -> None:
