@@ -16,8 +16,13 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # except the other engine's folder (and the stub regeneration check, which
 # needs grpcio-tools 1.65.5 and so protobuf 5). New folders of engine-free
 # tests are picked up by both without a change here.
+# The JetStream store's own tests (tests/jetstream, and the store, client and
+# reader tests' runs on JetStream) run once, in the Spark environment: its
+# client, nats-py, is the same in both; the Flink half runs the Flink
+# adapter's tests on JetStream.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream
+FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 PYTEST_ARGS ?=
 
 # A local 3-node NATS JetStream cluster on loopback for `--storage jetstream`
@@ -58,7 +63,7 @@ test-spark: $(SPARK_STAMP) java
 	$(SPARK_PY) -m pytest $(SPARK_TESTS) $(PYTEST_ARGS)
 
 test-flink: $(FLINK_STAMP) java
-	$(FLINK_PY) -m pytest $(FLINK_TESTS) $(PYTEST_ARGS)
+	$(FLINK_ENV) $(FLINK_PY) -m pytest $(FLINK_TESTS) $(PYTEST_ARGS)
 
 lint: $(SPARK_STAMP)
 	$(SPARK_PY) -m ruff check .

@@ -16,6 +16,7 @@ import selectors
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -27,8 +28,11 @@ from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient
 from connector.clock import ManualClock
 from connector.server import StoreServer
-from connector.store import StoreConfig
+from connector.store import StorageConfig, StoreConfig
+from connector.store.jetstream import JetStreamConfig
 from connector.store.jetstream.local_cluster import LocalCluster
+
+from .nats_namespaces import drop_namespace
 
 #: Where every test's synthetic clock starts: 2023-11-14T22:13:20Z.
 CLOCK_START_MS = 1_700_000_000_000
@@ -73,26 +77,124 @@ def data_dir(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path / "data"
 
 
+#: The storages a store under test can use.
+STORAGES = ("file", "jetstream")
+#: Settings only the file store has; a JetStream store under test ignores them.
+_FILE_ONLY = ("max_open_files", "compact_after_records")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Runs a test marked ``@pytest.mark.storages("file", "jetstream")`` once per storage.
+
+    Unmarked tests run on the file store, or on the storage the environment
+    variable ``TIDEMARK_TEST_STORAGE`` names (to try every test on it). With
+    ``TIDEMARK_JETSTREAM_TESTS=engine`` only the engines' tests run on
+    JetStream (``make test`` runs the others' JetStream runs once, in the
+    Spark environment).
+    """
+    marker = metafunc.definition.get_closest_marker("storages")
+    if marker is None or "storage" not in metafunc.fixturenames:
+        return
+    kinds = marker.args
+    engine_folders = (
+        pathlib.Path(__file__).parent / "flink",
+        pathlib.Path(__file__).parent / "spark",
+    )
+    in_engine_folder = any(metafunc.definition.path.is_relative_to(f) for f in engine_folders)
+    if os.environ.get("TIDEMARK_JETSTREAM_TESTS") == "engine" and not in_engine_folder:
+        kinds = tuple(kind for kind in kinds if kind != "jetstream")
+    metafunc.parametrize("storage", kinds, indirect=True)
+
+
 @pytest.fixture
-def start_store(data_dir: pathlib.Path, clock: ManualClock) -> Iterator[Callable[..., StoreServer]]:
+def storage(request: pytest.FixtureRequest) -> str:
+    """The storage this test's stores use: ``file`` or ``jetstream``."""
+    kind = getattr(request, "param", os.environ.get("TIDEMARK_TEST_STORAGE", "file"))
+    assert kind in STORAGES, f"unknown storage {kind!r}"
+    return kind
+
+
+class JetStreamPlaces:
+    """Where a test's JetStream stores live: a namespace of the shared cluster per data dir.
+
+    A test that names the same data dir twice gets the same store back, as a
+    file store restarted on its dir does; the namespaces are removed after
+    the test.
+    """
+
+    def __init__(self, request: pytest.FixtureRequest):
+        self._request = request
+        self._namespaces: dict[str, str] = {}
+
+    @property
+    def cluster(self) -> LocalCluster:
+        """The shared 3-node cluster (started on first use)."""
+        return self._request.getfixturevalue("nats_cluster")
+
+    def namespace(self, folder: str | pathlib.Path) -> str:
+        """The namespace standing for data dir ``folder``."""
+        return self._namespaces.setdefault(str(folder), f"t{uuid.uuid4().hex[:12]}")
+
+    def drop(self) -> None:
+        """Removes every namespace handed out."""
+        for namespace in self._namespaces.values():
+            drop_namespace(self.cluster.urls, namespace)
+
+
+@pytest.fixture
+def jetstream_places(request: pytest.FixtureRequest) -> Iterator[JetStreamPlaces]:
+    """The namespaces this test's JetStream stores live in (see :class:`JetStreamPlaces`)."""
+    places = JetStreamPlaces(request)
+    yield places
+    places.drop()
+
+
+@pytest.fixture
+def storage_config(
+    storage: str, data_dir: pathlib.Path, clock: ManualClock, jetstream_places: JetStreamPlaces
+) -> Callable[..., StorageConfig]:
+    """Makes the configuration of a store of this test: ``storage_config(**fields)``.
+
+    By default the store uses this test's ``data_dir`` and ``clock`` and has
+    no idle advancer (``polling_period_ms=None``). On JetStream it is a
+    :class:`JetStreamConfig` on the shared 3-node cluster (:func:`nats_cluster`)
+    in the namespace standing for its data dir; file-only fields are ignored.
+    """
+
+    def make(**overrides: Any) -> StorageConfig:
+        settings: dict[str, Any] = {"clock": clock, "polling_period_ms": None}
+        if storage == "file":
+            settings["data_dir"] = str(data_dir)
+            settings.update(overrides)
+            return StoreConfig(**settings)
+        folder = overrides.pop("data_dir", data_dir)
+        for name in _FILE_ONLY:
+            overrides.pop(name, None)
+        settings.update(
+            servers=tuple(jetstream_places.cluster.urls),
+            namespace=jetstream_places.namespace(folder),
+        )
+        settings.update(overrides)
+        return JetStreamConfig(**settings)
+
+    return make
+
+
+@pytest.fixture
+def start_store(
+    storage_config: Callable[..., StorageConfig],
+) -> Iterator[Callable[..., StoreServer]]:
     """Starts in-process store servers on 127.0.0.1 port 0; stops them after the test.
 
-    ``start_store(**config)`` takes :class:`StoreConfig` fields; by default the
-    store uses this test's ``data_dir`` and ``clock`` and has no idle advancer
-    (``polling_period_ms=None``), so idle ticks happen only when a test calls
-    ``server.store.advance_idle_segments()``. ``listen`` picks the address
-    (to restart a server where its clients expect it).
+    ``start_store(**config)`` takes :class:`StoreConfig` fields (see
+    :func:`storage_config`): without an idle advancer, idle ticks happen only
+    when a test calls ``server.store.advance_idle_segments()``. ``listen``
+    picks the address (to restart a server where its clients expect it).
     """
     servers: list[StoreServer] = []
 
     def start(*, listen: str = "127.0.0.1:0", **overrides: Any) -> StoreServer:
-        settings: dict[str, Any] = {
-            "data_dir": str(data_dir),
-            "clock": clock,
-            "polling_period_ms": None,
-        }
-        settings.update(overrides)
-        server = StoreServer(StoreConfig(**settings), listen=listen).start()
+        server = StoreServer(storage_config(**overrides), listen=listen).start()
         servers.append(server)
         return server
 
@@ -163,23 +265,36 @@ def _read_listening_line(process: subprocess.Popen[bytes], timeout: float) -> st
 
 
 @pytest.fixture
-def spawn_server(tmp_path: pathlib.Path) -> Iterator[Callable[..., ServerProcess]]:
+def spawn_server(
+    tmp_path: pathlib.Path, storage: str, jetstream_places: JetStreamPlaces
+) -> Iterator[Callable[..., ServerProcess]]:
     """Starts store server subprocesses; kills any still running after the test.
 
     ``spawn_server(data_dir, *extra_args)`` runs ``python -m connector.server
     --data-dir DATA_DIR --listen 127.0.0.1:0 EXTRA_ARGS`` and returns once it
-    has printed where it listens.
+    has printed where it listens. On JetStream the server gets ``--storage
+    jetstream`` on the shared cluster in the namespace standing for DATA_DIR
+    instead: a server started again on the same dir finds the same streams.
     """
     processes: list[subprocess.Popen[bytes]] = []
 
     def spawn(server_data_dir: pathlib.Path, *extra_args: str) -> ServerProcess:
         log_path = tmp_path / f"server-{len(processes)}.log"
+        where = ["--data-dir", str(server_data_dir)]
+        if storage == "jetstream":
+            where = [
+                "--storage",
+                "jetstream",
+                "--nats-url",
+                ",".join(jetstream_places.cluster.urls),
+                "--nats-namespace",
+                jetstream_places.namespace(server_data_dir),
+            ]
         command = [
             sys.executable,
             "-m",
             "connector.server",
-            "--data-dir",
-            str(server_data_dir),
+            *where,
             "--listen",
             "127.0.0.1:0",
             *extra_args,

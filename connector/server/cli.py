@@ -2,6 +2,7 @@
 
     python -m connector.server --data-dir DIR --listen 127.0.0.1:PORT
     tidemark-server --data-dir DIR --listen 127.0.0.1:0
+    tidemark-server --storage jetstream --nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222
 
 SIGTERM and SIGINT stop it cleanly: reads waiting at a tail are answered,
 in-flight calls finish, then the store closes its files. SIGHUP reloads the
@@ -22,14 +23,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from connector.clock import Clock, SystemClock
-from connector.errors import DataDirLockedError, InvalidArgumentError
+from connector.errors import DataDirLockedError, InvalidArgumentError, StoreUnavailableError
 from connector.security import ServerTls, TokenTable
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
 from connector.server.store_server import StoreServer
-from connector.store import StoreConfig
+from connector.store import StorageConfig, StoreConfig
+from connector.store.jetstream import JetStreamConfig
 
 __all__ = ["main"]
 
@@ -38,7 +40,13 @@ _log = logging.getLogger("connector.server")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidemark-server", description="Serve a Tidemark store.")
-    parser.add_argument("--data-dir", required=True, help="where the store keeps its files")
+    parser.add_argument(
+        "--storage",
+        choices=["file", "jetstream"],
+        default="file",
+        help="file: a data dir on this machine (the default); jetstream: a NATS JetStream cluster",
+    )
+    parser.add_argument("--data-dir", help="with --storage file: where the store keeps its files")
     parser.add_argument("--listen", default="127.0.0.1:7070", help="host:port (port 0: any free)")
     parser.add_argument(
         "--max-watermark-lag-ms",
@@ -91,6 +99,35 @@ def _parser() -> argparse.ArgumentParser:
             "monitoring reaches (default: none)"
         ),
     )
+    jetstream = parser.add_argument_group("jetstream (with --storage jetstream)")
+    jetstream.add_argument(
+        "--nats-url",
+        action="append",
+        metavar="URLS",
+        help=(
+            "the cluster's client URLs, comma-separated or repeated (nats://host:4222; tls:// for "
+            "TLS; nats://user:password@host:4222 with credentials)"
+        ),
+    )
+    jetstream.add_argument("--nats-creds", metavar="FILE", help="a NATS credentials file (JWT)")
+    jetstream.add_argument("--nats-tls-ca", metavar="FILE", help="PEM CA of the cluster's TLS")
+    jetstream.add_argument(
+        "--nats-namespace",
+        default="tidemark",
+        help="what the store's streams and buckets are named after (default tidemark)",
+    )
+    jetstream.add_argument(
+        "--nats-replicas",
+        type=int,
+        default=3,
+        help="replicas of every stream and bucket the store makes (default 3)",
+    )
+    jetstream.add_argument(
+        "--nats-retry-s",
+        type=float,
+        default=10.0,
+        help="how long a call retries while the cluster cannot answer (default 10)",
+    )
     security = parser.add_argument_group("security")
     security.add_argument("--tls-cert", help="PEM certificate chain: the port speaks TLS only")
     security.add_argument("--tls-key", help="PEM private key of --tls-cert")
@@ -135,7 +172,7 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
         tokens = TokenTable(args.token_file) if args.token_file else None
         return StoreServer(
-            StoreConfig(data_dir=args.data_dir, clock=clock, **values),
+            _storage_config(args, clock, values),
             args.listen,
             tls=tls,
             tokens=tokens,
@@ -150,7 +187,48 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         # The store and the server name their fields: say the flags instead.
         for name in [*values, "max_parked_reads_per_connection"]:
             message = message.replace(name, "--" + name.replace("_", "-"))
+        for name, flag in _JETSTREAM_FLAGS.items():
+            message = message.replace(name, flag)
         _refuse(message)
+    except StoreUnavailableError as error:
+        _refuse(str(error), CLUSTER_UNAVAILABLE_EXIT)
+
+
+#: The exit code of a start refused because the JetStream cluster cannot be reached.
+CLUSTER_UNAVAILABLE_EXIT = 4
+
+#: The JetStream store's settings by the flags that set them.
+_JETSTREAM_FLAGS = {
+    "unavailable_retry_s": "--nats-retry-s",
+    "replicas": "--nats-replicas",
+    "namespace": "--nats-namespace",
+    "servers": "--nats-url",
+}
+
+
+def _storage_config(
+    args: argparse.Namespace, clock: Clock, values: dict[str, Any]
+) -> StorageConfig:
+    """The storage the arguments name, with the settings every storage shares."""
+    if args.storage == "file":
+        if args.data_dir is None:
+            _refuse("--storage file needs --data-dir")
+        return StoreConfig(data_dir=args.data_dir, clock=clock, **values)
+    if args.data_dir is not None:
+        _refuse("--data-dir is for --storage file: the JetStream cluster keeps the data")
+    if not args.nats_url:
+        _refuse("--storage jetstream needs --nats-url")
+    servers = tuple(u.strip() for urls in args.nats_url for u in urls.split(",") if u.strip())
+    return JetStreamConfig(
+        clock=clock,
+        servers=servers,
+        namespace=args.nats_namespace,
+        replicas=args.nats_replicas,
+        creds_file=args.nats_creds,
+        tls_ca_file=args.nats_tls_ca,
+        unavailable_retry_s=args.nats_retry_s,
+        **values,
+    )
 
 
 def _write_pid_file(path: str) -> None:

@@ -10,7 +10,7 @@ is the one rule of writer ids and event numbers both apply.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import (
@@ -21,7 +21,7 @@ from connector.errors import (
 )
 from connector.framing import MAX_ROUTING_KEY_BYTES
 from connector.model import Fence
-from connector.names import validate_name
+from connector.names import state_key_scope, validate_name
 from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "check_max_bytes",
     "check_offset",
     "check_plan_limits",
+    "check_scope_empty",
     "check_segment_count",
     "check_state_key",
     "check_state_prefix",
@@ -168,6 +169,21 @@ def duplicates_in_batch(
         )
         raise FailedPreconditionError(msg)
     return min(max(expected - first, 0), count)
+
+
+def check_scope_empty(scope: str, streams: Sequence[str], state_keys: Iterable[str]) -> None:
+    """Refuses to delete ``scope`` while it has ``streams`` or state values among ``state_keys``.
+
+    Raises:
+        FailedPreconditionError: naming the first five it holds.
+    """
+    states = [k for k in state_keys if state_key_scope(k) == scope]
+    if streams or states:
+        held = [f"stream {scope}/{s}" for s in streams] + [f"state {k}" for k in states]
+        more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+        shown = ", ".join(held[:5]) + more
+        msg = f"scope {scope!r} is not empty: delete its {shown} first"
+        raise FailedPreconditionError(msg)
 
 
 def check_max_bytes(max_bytes: int) -> None:

@@ -13,6 +13,7 @@ lives, what an acknowledgement means there) is documented on it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from connector.background import TaskStatus
@@ -30,7 +31,28 @@ from connector.model import (
 )
 from connector.store.config import StorageConfig, StoreConfig, StoreObserver
 
-__all__ = ["Storage", "open_storage"]
+__all__ = ["ReplicaState", "Storage", "open_storage"]
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica of a replicated log of a store, as its leader reports it (metrics).
+
+    Attributes:
+        log: what the log holds: a stream (``scope/stream``), ``catalog`` or ``state``.
+        replica: the node holding the replica.
+        leader: whether it is the log's leader.
+        current: whether it is up to date with the leader.
+        lag: how many operations it is behind the leader.
+        seen_ms_ago: how long ago the leader last heard from it (None: unknown).
+    """
+
+    log: str
+    replica: str
+    leader: bool
+    current: bool
+    lag: int
+    seen_ms_ago: int | None
 
 
 class Storage(Protocol):
@@ -229,6 +251,14 @@ class Storage(Protocol):
         """Where the store keeps its data, for logs and messages."""
         ...
 
+    def replication(self) -> list[ReplicaState]:
+        """How each replicated log of the store stands (empty for a store of one node)."""
+        ...
+
+    def leader_changes(self) -> dict[str, int]:
+        """How many leader elections of each log the store has seen since it started."""
+        ...
+
     def close(self) -> None:
         """Stops the store's work and lets go of its resources; closing twice is harmless."""
         ...
@@ -245,5 +275,17 @@ def open_storage(config: StorageConfig) -> Storage:
         from connector.store.store import SegmentStore
 
         return SegmentStore(config)
+    from connector.store.jetstream.config import JetStreamConfig
+
+    if isinstance(config, JetStreamConfig):
+        try:
+            from connector.store.jetstream.store import JetStreamStore
+        except ImportError as error:
+            msg = (
+                f"the JetStream store needs nats-py ({error}): "
+                'pip install "tidemark-store[jetstream]"'
+            )
+            raise InvalidArgumentError(msg) from None
+        return JetStreamStore(config)
     msg = f"no storage for a configuration of type {type(config).__name__!r}"
     raise InvalidArgumentError(msg)

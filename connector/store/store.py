@@ -44,7 +44,7 @@ from connector.model import (
     StreamDescription,
     TruncationResult,
 )
-from connector.names import state_key_scope, validate_name
+from connector.names import validate_name
 from connector.store.assertions import assertion_record, marks_after, timeout_record
 from connector.store.boundaries import checkpoints
 from connector.store.catalog import Catalog
@@ -53,7 +53,7 @@ from connector.store.config import StoreConfig, StoreObserver, default_open_file
 from connector.store.data_dir import DataDirLock
 from connector.store.disk import domain_error
 from connector.store.open_files import OpenFiles
-from connector.store.read_plan import plan_read
+from connector.store.reading import TailReaders, plan
 from connector.store.records import (
     Committed,
     ScopeCreated,
@@ -70,9 +70,7 @@ from connector.store.requests import (
     check_append,
     check_assertion,
     check_cut,
-    check_max_bytes,
-    check_offset,
-    check_plan_limits,
+    check_scope_empty,
     check_segment_count,
     check_state_key,
     check_state_prefix,
@@ -80,6 +78,7 @@ from connector.store.requests import (
 )
 from connector.store.segment import Segment
 from connector.store.sequencer import Publish, Sequencer
+from connector.store.storage import ReplicaState
 from connector.store.streams import (
     StreamEntry,
     created_record,
@@ -139,8 +138,7 @@ class SegmentStore:
             between_groups=self._compaction.run_round_if_due,
         )
         self._closed = threading.Event()
-        self._parked_lock = threading.Lock()
-        self._parked = 0
+        self._readers = TailReaders(self._closed)
         self._idle_ticks: BackgroundTask | None = None
         if config.polling_period_ms is not None:
             self._idle_ticks = BackgroundTask(
@@ -227,13 +225,7 @@ class SegmentStore:
 
         def prepare() -> Publish:
             streams = self._catalog.stream_names(scope)  # NotFoundError: no such scope
-            states = [k for k in self._catalog.state_keys("") if state_key_scope(k) == scope]
-            if streams or states:
-                held = [f"stream {scope}/{s}" for s in streams] + [f"state {k}" for k in states]
-                more = f" and {len(held) - 5} more" if len(held) > 5 else ""
-                shown = ", ".join(held[:5]) + more
-                msg = f"scope {scope!r} is not empty: delete its {shown} first"
-                raise FailedPreconditionError(msg)
+            check_scope_empty(scope, streams, self._catalog.state_keys(""))
             return self._sequencer.record(ScopeDeleted(scope))
 
         self._sequencer.submit(prepare, barrier=True)
@@ -541,37 +533,7 @@ class SegmentStore:
         known_watermark: int | None,
     ) -> ReadResult:
         target = self._catalog.segment_named(segment)
-        check_max_bytes(max_bytes)
-        snapshot = target.snapshot()
-        check_offset(segment, offset, snapshot.committed_end)
-        target.check_readable(offset)
-        if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
-            with self._parked_lock:
-                self._parked += 1
-            try:
-                snapshot = target.wait_at_tail(
-                    offset, known_watermark, wait_ms / 1000, self._closed
-                )
-            finally:
-                with self._parked_lock:
-                    self._parked -= 1
-        stop = offset
-        data = b""
-        if offset < snapshot.committed_end:
-            stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
-            data = target.read_bytes(offset, stop)
-        end_of_segment = snapshot.sealed and stop == snapshot.committed_end
-        watermark, event_time = target.watermarks_after(stop)
-        return ReadResult(
-            segment=segment,
-            offset=offset,
-            next_offset=stop,
-            data=data,
-            watermark=watermark,
-            end_of_segment=end_of_segment,
-            successors=target.successors if end_of_segment else (),
-            event_time_watermark=event_time,
-        )
+        return self._readers.read(target, offset, max_bytes, wait_ms, known_watermark)
 
     def watch_tail(
         self,
@@ -595,26 +557,7 @@ class SegmentStore:
             NotFoundError: there is no such segment.
         """
         target = self._catalog.segment_named(segment)
-        if self._closed.is_set():
-            return None
-        withdraw_watch = target.watch_tail(offset, known_watermark, wake)
-        if withdraw_watch is None:
-            return None
-        with self._parked_lock:
-            self._parked += 1
-        withdrawn = threading.Event()
-
-        def withdraw() -> None:
-            withdraw_watch()
-            with self._parked_lock:
-                if not withdrawn.is_set():
-                    withdrawn.set()
-                    self._parked -= 1
-
-        if self._closed.is_set():  # closed while registering: close() may have missed it
-            withdraw()
-            return None
-        return withdraw
+        return self._readers.watch(target, offset, known_watermark, wake)
 
     def plan_read(
         self,
@@ -636,16 +579,11 @@ class SegmentStore:
             StoreUnavailableError: the data file could not be read.
         """
         target = self._catalog.segment_named(segment)
-        check_plan_limits(max_events, max_bytes)
-        check_offset(segment, offset, target.snapshot().committed_end)
         try:
-            target.check_readable(offset)
-            plan = plan_read(target, offset, max_events, max_bytes)
+            return plan(target, offset, max_events, max_bytes)
         except OSError as error:
             _log.warning("a read plan of %s failed: %s", segment, error)
             raise domain_error(error, "the read plan", "served") from None
-        target.remember_boundary(plan.next_offset)  # where the planner reads or plans next
-        return plan
 
     def segment_info(self, segment: str) -> SegmentInfo:
         """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark."""
@@ -680,8 +618,7 @@ class SegmentStore:
     @property
     def parked_reads(self) -> int:
         """How many reads wait at a segment's tail now."""
-        with self._parked_lock:
-            return self._parked
+        return self._readers.waiting
 
     @property
     def accepting_writes(self) -> bool:
@@ -710,6 +647,14 @@ class SegmentStore:
     def location(self) -> str:
         """The data dir."""
         return self.config.data_dir
+
+    def replication(self) -> list[ReplicaState]:
+        """None: one node, one copy."""
+        return []
+
+    def leader_changes(self) -> dict[str, int]:
+        """None: one node leads everything."""
+        return {}
 
     # --- idle segments --------------------------------------------------------
 

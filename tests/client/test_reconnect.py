@@ -11,7 +11,7 @@ import pytest
 
 from connector import StoreClient, StreamManager
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.storages("file", "jetstream")]
 
 #: How long the server stays down: long enough for gRPC's default reconnect backoff
 #: (1 s growing by 1.6 each try) to leave several seconds between connection attempts.

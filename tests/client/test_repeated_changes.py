@@ -21,6 +21,8 @@ from connector.errors import (
 from connector.model import SegmentDescription, StateValue, StreamDescription
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 @pytest.fixture
 def server(tmp_path, spawn_server):

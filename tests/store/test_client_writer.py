@@ -25,6 +25,8 @@ from connector.server import StoreServer
 
 from . import payloads, read_frames
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def _stream(client: StoreClient, segments: int) -> StreamDescription:
     manager = StreamManager(client)

@@ -11,6 +11,8 @@ from connector import StoreClient
 from connector.errors import FailedPreconditionError, NotFoundError
 from connector.framing import iter_frames
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def _payloads(client: StoreClient, segment: str) -> list[bytes]:
     result = client.read(segment, 0, max_bytes=1 << 20)

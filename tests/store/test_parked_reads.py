@@ -23,6 +23,8 @@ from connector.client import StoreClient
 from connector.server import StoreServer
 from connector.store import StoreConfig
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 #: Longer than any test waits: a read that returns did so because it was woken.
 _WAIT_MS = 120_000
 

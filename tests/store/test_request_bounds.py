@@ -11,6 +11,8 @@ from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import InvalidArgumentError, ResourceExhaustedError
 from connector.names import SegmentId
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 @pytest.mark.parametrize(
     "name", ["a/b/²", "a/b/٣", "a/b/007", "a/b/-1", "a/b/ 1", "a/b/" + "9" * 4300]

@@ -31,6 +31,8 @@ from connector.server import StoreServer
 
 from . import frame_size, payloads
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 MAX_EVENT = 1024
 STORED = {
     "sc/st/0": [b"zero-0", b"zero-1", b"zero-2"],

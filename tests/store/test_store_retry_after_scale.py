@@ -8,6 +8,8 @@ from connector import StreamManager
 from connector.errors import SegmentSealedError
 from connector.framing import iter_frames
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def test_a_retry_of_an_applied_batch_after_a_split_is_a_duplicate_not_a_seal(store_client):
     manager = StreamManager(store_client)

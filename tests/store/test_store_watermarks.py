@@ -23,6 +23,8 @@ from connector.server import StoreServer
 
 from . import frame_size, read_frames
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 START = 1_700_000_000_000
 LAG_MS = 10_000
 

@@ -16,6 +16,8 @@ from connector.errors import InvalidArgumentError, NotFoundError, TruncatedError
 from connector.framing import iter_frames
 from connector.reader.group import ReaderGroupManager
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def _append(client: StoreClient, segment: str, writer: str, first: int, count: int) -> int:
     events = [f"{segment}-{first + i}".encode() for i in range(count)]
@@ -55,6 +57,7 @@ def test_reads_before_a_cut_fail_naming_the_first_readable_offset(client, store_
     assert _append(client, "t/s/0", "w", 10, 1) > end
 
 
+@pytest.mark.storages("file")
 def test_segments_wholly_before_the_cut_lose_their_files_and_keep_their_lineage(
     client, data_dir: pathlib.Path
 ):

@@ -9,6 +9,8 @@ from connector.client.serializers import BytesSerializer
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def _stored(client: StoreClient) -> list[bytes]:
     return [f.payload for f in iter_frames(client.read("r/s/0", 0, 1 << 20).data)]

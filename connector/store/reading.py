@@ -1,0 +1,122 @@
+"""Reading a segment, the same for every storage: whole events, the watermark after them, waits.
+
+:class:`TailReaders` serves :meth:`Storage.read` and :meth:`Storage.watch_tail`
+from a :class:`~connector.store.published.PublishedSegment` (the storage
+found the segment and made sure its view reaches the offset asked for), and
+counts the reads waiting at tails; :func:`plan` serves
+:meth:`Storage.plan_read`. A storage's own part is where the bytes come from
+(:meth:`PublishedSegment.read_bytes`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from connector.model import PlannedRead, ReadResult
+from connector.store.published import PublishedSegment
+from connector.store.read_plan import plan_read
+from connector.store.requests import check_max_bytes, check_offset, check_plan_limits
+
+__all__ = ["TailReaders", "plan"]
+
+
+class TailReaders:
+    """Reads of one store, and how many of them wait at a segment's tail now; thread-safe.
+
+    ``closing`` is the store's closed flag: once set, waits end at once.
+    """
+
+    def __init__(self, closing: threading.Event):
+        self._closing = closing
+        self._lock = threading.Lock()
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """How many reads wait at a tail now, with a thread or without."""
+        with self._lock:
+            return self._waiting
+
+    def _add(self, delta: int) -> None:
+        with self._lock:
+            self._waiting += delta
+
+    def read(
+        self,
+        target: PublishedSegment,
+        offset: int,
+        max_bytes: int,
+        wait_ms: int,
+        known_watermark: int | None,
+    ) -> ReadResult:
+        """Reads whole events of ``target`` from ``offset``; see :meth:`Storage.read`."""
+        check_max_bytes(max_bytes)
+        snapshot = target.snapshot()
+        check_offset(target.name, offset, snapshot.committed_end)
+        target.check_readable(offset)
+        if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
+            self._add(1)
+            try:
+                snapshot = target.wait_at_tail(
+                    offset, known_watermark, wait_ms / 1000, self._closing
+                )
+            finally:
+                self._add(-1)
+        stop = offset
+        data = b""
+        if offset < snapshot.committed_end:
+            stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
+            data = target.read_bytes(offset, stop)
+        end_of_segment = snapshot.sealed and stop == snapshot.committed_end
+        watermark, event_time = target.watermarks_after(stop)
+        return ReadResult(
+            segment=target.name,
+            offset=offset,
+            next_offset=stop,
+            data=data,
+            watermark=watermark,
+            end_of_segment=end_of_segment,
+            successors=target.successors if end_of_segment else (),
+            event_time_watermark=event_time,
+        )
+
+    def watch(
+        self,
+        target: PublishedSegment,
+        offset: int,
+        known_watermark: int | None,
+        wake: Callable[[], None],
+    ) -> Callable[[], None] | None:
+        """Arranges for ``wake()`` once a read at ``offset`` would return (see ``watch_tail``)."""
+        if self._closing.is_set():
+            return None
+        withdraw_watch = target.watch_tail(offset, known_watermark, wake)
+        if withdraw_watch is None:
+            return None
+        self._add(1)
+        withdrawn = threading.Event()
+
+        def withdraw() -> None:
+            withdraw_watch()
+            with self._lock:
+                if not withdrawn.is_set():
+                    withdrawn.set()
+                    self._waiting -= 1
+
+        if self._closing.is_set():  # closed while registering: close() may have missed it
+            withdraw()
+            return None
+        return withdraw
+
+
+def plan(
+    target: PublishedSegment, offset: int, max_events: int | None, max_bytes: int | None
+) -> PlannedRead:
+    """Where a read of ``target`` from ``offset`` under a budget would stop (see ``plan_read``)."""
+    check_plan_limits(max_events, max_bytes)
+    check_offset(target.name, offset, target.snapshot().committed_end)
+    target.check_readable(offset)
+    planned = plan_read(target, offset, max_events, max_bytes)
+    target.remember_boundary(planned.next_offset)  # where the planner reads or plans next
+    return planned
