@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+import grpc
+
+from connector.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    StoreUnavailableError,
+    TidemarkError,
+    TruncatedError,
+    UnauthenticatedError,
+)
+
 #: The largest message either end sends or accepts.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -29,3 +44,18 @@ SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
 #: With ResourceExhaustedError: which limit the request met (its ``cause``).
 CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
+
+#: Each domain error and the gRPC status code it travels as, one table for both ways: the
+#: server answers an error with the code of the first class it is an instance of (anything
+#: else is INTERNAL); the client raises the class of the code it gets (others: TidemarkError).
+ERROR_STATUS: tuple[tuple[type[TidemarkError], grpc.StatusCode], ...] = (
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
+)

@@ -25,6 +25,7 @@ from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
     CAUSE_KEY,
     ERROR_KIND_KEY,
+    ERROR_STATUS,
     FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
     SEALED_SEGMENT_KEY,
@@ -36,13 +37,11 @@ from connector.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
-    PermissionDeniedError,
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
     TruncatedError,
-    UnauthenticatedError,
 )
 from connector.model import (
     AppendResult,
@@ -67,17 +66,7 @@ _T = TypeVar("_T")
 #: repeated after a lost answer; returns the answer to give instead, or None.
 _OnRepeat = Callable[[Any], Any]
 
-_ERROR_OF_STATUS: dict[grpc.StatusCode, type[TidemarkError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
-    grpc.StatusCode.NOT_FOUND: NotFoundError,
-    grpc.StatusCode.ALREADY_EXISTS: AlreadyExistsError,
-    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
-    grpc.StatusCode.UNAVAILABLE: StoreUnavailableError,
-    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
-    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
-    grpc.StatusCode.OUT_OF_RANGE: TruncatedError,
-}
+_ERROR_OF_STATUS = {code: error_type for error_type, code in ERROR_STATUS}
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 # The channel retries connecting after 0.1 s, backing off to at most 1 s (gRPC's default grows
 # to 120 s), so a client is back within about a second of its server.

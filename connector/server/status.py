@@ -7,33 +7,19 @@ import grpc
 from connector._wire import (
     CAUSE_KEY,
     ERROR_KIND_KEY,
+    ERROR_STATUS,
     FIRST_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
 from connector.errors import (
-    AlreadyExistsError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    NotFoundError,
     ResourceExhaustedError,
     SegmentSealedError,
-    StoreUnavailableError,
     TidemarkError,
     TruncatedError,
 )
 
 __all__ = ["error_metadata", "shortened", "status_of"]
-
-_STATUS_OF_ERROR: list[tuple[type[TidemarkError], grpc.StatusCode]] = [
-    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
-    (NotFoundError, grpc.StatusCode.NOT_FOUND),
-    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
-    (FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
-    (ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
-    (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
-]
 
 #: The longest message a status carries: gRPC sends it in the trailers, whose size is limited.
 _MAX_MESSAGE_CHARS = 1_000
@@ -41,7 +27,7 @@ _MAX_MESSAGE_CHARS = 1_000
 
 def status_of(error: TidemarkError) -> grpc.StatusCode:
     """The gRPC status code a domain error is reported with."""
-    for error_type, code in _STATUS_OF_ERROR:
+    for error_type, code in ERROR_STATUS:
         if isinstance(error, error_type):
             return code
     return grpc.StatusCode.INTERNAL
