@@ -317,13 +317,10 @@ def _check_windows(spark: Any, name: str, progress: list[dict[str, Any]], times:
 
 def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
     """Writes the events, runs the queries (read, then window; file first, then tidemark)."""
-    from pyspark.sql import SparkSession
-
     import spark_adapter
 
     facts: dict[str, Any] = {}
     runs = []
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-spark-bench-") as scratch,
         StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
@@ -333,18 +330,9 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
         began = time.perf_counter()
         times = write_events(args, server.uri, json_dir)
         facts["write_s"] = time.perf_counter() - began
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("tidemark-spark-bench")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.memory", "2g")
-            .getOrCreate()
+        spark = spark_adapter.local_session(
+            "tidemark-spark-bench", config={"spark.driver.memory": "2g"}
         )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark_adapter.register(spark)
         files_per_batch = args.batch_events // args.file_events
         try:
             plans = [

@@ -51,11 +51,9 @@ KEYS = ("A", "B", "C")
 
 
 def _measure(args: argparse.Namespace) -> dict[str, Any]:
-    from pyspark.sql import SparkSession
 
     import spark_adapter
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     latencies: list[float] = []
     batch_starts: list[float] = []
     lock = threading.Lock()
@@ -77,15 +75,7 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
     ):
         client.create_scope("lat")
         client.create_stream("lat", "readings", segment_count=2)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark_adapter.register(spark)
+        spark = spark_adapter.local_session("tidemark-latency-bench")
         readings = (
             spark.readStream.format("tidemark")
             .option("uri", server.uri)

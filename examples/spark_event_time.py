@@ -13,7 +13,6 @@ order once the watermark passes them; C's are flagged late.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -150,25 +149,12 @@ def _epoch_ms(text: str) -> int:
 
 def main(rounds: int = 8) -> None:
     """Runs the demo on an embedded store and local Spark, printing the ordered output."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Spark's own pandas serializer warns on every empty state batch; the workers inherit this.
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
-    from pyspark.sql import SparkSession
+    from spark_adapter import local_session
 
-    import spark_adapter
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("tidemark-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("FATAL")  # stopping a live query aborts its batch in flight
-    spark_adapter.register(spark)
+    # FATAL: stopping a live query aborts its batch in flight.
+    spark = local_session("tidemark-demo", log_level="FATAL")
     with (
         embedded_store(max_watermark_lag_ms=200, polling_period_ms=50) as uri,
         tempfile.TemporaryDirectory() as scratch,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from spark_adapter.options import SinkOptions, parse_interval_ms, read_spec
 from spark_adapter.schema import tidemark_schema
+from spark_adapter.session import local_session
 from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ _EVENT_TIME_HELPERS = frozenset(
 __all__ = [
     "SinkOptions",
     "TidemarkDataSource",
+    "local_session",
     "order_by_event_time",
     "parse_interval_ms",
     "read_spec",

@@ -10,6 +10,7 @@ condition and fails with a message when it does not hold in time.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import selectors
@@ -25,7 +26,7 @@ import pytest
 
 from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS
-from connector.client import StoreClient
+from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
 from connector.server import StoreServer
 from connector.store import StorageConfig, StoreConfig
@@ -36,6 +37,8 @@ from .nats_namespaces import drop_namespace
 
 #: Where every test's synthetic clock starts: 2023-11-14T22:13:20Z.
 CLOCK_START_MS = 1_700_000_000_000
+
+_stream_numbers = itertools.count()
 
 _T = TypeVar("_T")
 
@@ -57,6 +60,20 @@ def wait_until(
             message = f"timed out after {timeout} s waiting for {what or predicate!r}"
             raise AssertionError(message)
         time.sleep(interval)
+
+
+def new_stream_in(client: StoreClient, segments: int = 1, scope: str | None = None) -> str:
+    """Creates a stream of a test's own and returns its name, ``scope/stream-N``.
+
+    In ``scope`` (created when missing), or by default in a scope of its own,
+    so tests that share a store never see each other's events.
+    """
+    scope = scope or f"s{uuid.uuid4().hex[:12]}"
+    manager = StreamManager(client)
+    manager.create_scope(scope, exist_ok=True)
+    name = f"stream-{next(_stream_numbers)}"
+    manager.create_stream(scope, name, segments)
+    return f"{scope}/{name}"
 
 
 @pytest.fixture(name="wait_until")

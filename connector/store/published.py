@@ -410,12 +410,6 @@ class PublishedSegment:
             except Exception:  # a reader's failure must not fail the publishing thread
                 _log.exception("waking a read at the tail of %s failed", self.name)
 
-    def waiting_readers(self) -> int:
-        """How many reads wait at the tail now, with a thread or without."""
-        with self._changed:
-            threads = len(self._changed._waiters)  # type: ignore[attr-defined]  # noqa: SLF001
-            return threads + len(self._watches)
-
     def wake_readers(self) -> None:
         """Ends every wait at the tail (the segment is going away or the store closing)."""
         with self._changed:

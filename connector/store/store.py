@@ -774,7 +774,3 @@ class SegmentStore:
 
     def __repr__(self) -> str:
         return f"SegmentStore(data_dir={self.config.data_dir!r}, streams={len(self._catalog)})"
-
-    def _segment_named(self, name: str) -> Segment:
-        """The segment ``name`` (for tests that look inside a store)."""
-        return self._catalog.segment_named(name)

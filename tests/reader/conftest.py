@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -10,24 +9,15 @@ from typing import Any
 
 import pytest
 
-from connector.client import JsonSerializer, StoreClient, StreamManager
+from connector.client import JsonSerializer, StoreClient
 from connector.reader import EventRead, EventReader
-
-_names = itertools.count()
+from tests.conftest import new_stream_in
 
 
 @pytest.fixture
 def new_stream(store_client: StoreClient):  # type: ignore[no-untyped-def]
-    """Creates a fresh stream ``scope/stream-N`` with the given segment count."""
-    manager = StreamManager(store_client)
-    manager.create_scope("rt", exist_ok=True)
-
-    def create(segments: int = 1) -> str:
-        name = f"stream-{next(_names)}"
-        manager.create_stream("rt", name, segments)
-        return f"rt/{name}"
-
-    return create
+    """Creates a fresh stream ``rt/stream-N`` with the given segment count."""
+    return lambda segments=1: new_stream_in(store_client, segments, scope="rt")
 
 
 @dataclass

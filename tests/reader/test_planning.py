@@ -33,8 +33,7 @@ from connector.reader.source import (
     read_range,
 )
 from connector.reader.source.ranges import ranges_between, split_range
-
-_streams = itertools.count()
+from tests.conftest import new_stream_in
 
 
 def key_in(low: float, high: float) -> Iterator[str]:
@@ -94,12 +93,6 @@ def lineage_chains(
     client: StoreClient, stream: str, start: Frontier, end: Frontier
 ) -> list[tuple[SegmentRange, ...]]:
     return [task.ranges for task in planner(client, stream).tasks(start, end)]
-
-
-def new_stream(client: StoreClient, segments: int) -> str:
-    name = f"s{next(_streams)}"
-    StreamManager(client).create_stream("plan", name, segments)
-    return f"plan/{name}"
 
 
 def write(
@@ -168,7 +161,7 @@ def test_a_frontier_round_trips_through_dicts_and_json_and_reads_the_older_form(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     write(client, stream, clock, ["a", "b", "c"], rounds=2)
     frontier = advance_to_tail(client, stream, start_frontier(client, stream, "earliest", 5), 5)
     assert Frontier.from_dict(frontier.to_dict()) == frontier
@@ -186,7 +179,7 @@ def test_start_frontiers_at_earliest_latest_and_a_cut(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     write(client, stream, clock, ["a", "b", "c", "d"], rounds=3)
     earliest = start_frontier(client, stream, StreamCut.earliest(), None)
     latest = start_frontier(client, stream, StreamCut.latest(), None)
@@ -209,7 +202,7 @@ def test_advancing_to_the_tail_covers_every_event_once_and_its_watermark_trails_
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 3)
+    stream = new_stream_in(client, 3, scope="plan")
     keys = [f"k{i}" for i in range(6)]
     start = start_frontier(client, stream, "earliest", 10)
     written = write(client, stream, clock, keys, rounds=4)
@@ -227,7 +220,7 @@ def test_an_event_budget_goes_to_the_oldest_watermark_first_and_every_event_is_p
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     old_key, young_key = next(key_in(0, 0.5)), next(key_in(0.5, 1))
     written = write(client, stream, clock, [old_key], rounds=4)  # segment 0: older events
     written += write(client, stream, clock, [young_key], rounds=4)  # segment 1: younger
@@ -249,7 +242,7 @@ def test_a_byte_budget_plans_whole_events_and_an_oversize_event_alone(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 1)
+    stream = new_stream_in(client, 1, scope="plan")
     key = "k"
     written = write(client, stream, clock, [key], rounds=3, size=10)
     written += write(client, stream, clock, [key], rounds=1, size=500)
@@ -274,7 +267,7 @@ def test_idle_segments_watermarks_advance_under_a_budget(
 ) -> None:
     """Once writers stop, idle ticks must reach the frontier, or event time freezes."""
     server, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     write(client, stream, clock, [next(key_in(0, 0.5)), next(key_in(0.5, 1))], rounds=3)
     start = start_frontier(client, stream, "earliest", 0)
     read_all = advance_within_budget(client, stream, start, 0, max_events=100)
@@ -294,7 +287,7 @@ def test_an_idle_segment_advances_while_another_uses_up_the_budget(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     server, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     busy, quiet = next(key_in(0, 0.5)), next(key_in(0.5, 1))
     write(client, stream, clock, [busy, quiet], rounds=1)
     frontier = advance_within_budget(
@@ -326,7 +319,7 @@ def test_budgeted_plans_read_successors_only_after_all_their_predecessors(
 ) -> None:
     _, client = store
     manager = StreamManager(client)
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     scope, name = stream.split("/")
     keys = [next(key_in(i / 8, (i + 1) / 8)) for i in range(8)]
     start = start_frontier(client, stream, "earliest", 0)
@@ -369,7 +362,7 @@ def test_lineage_chains_put_successors_after_their_predecessors_in_one_chain(
 ) -> None:
     _, client = store
     manager = StreamManager(client)
-    stream = new_stream(client, 3)
+    stream = new_stream_in(client, 3, scope="plan")
     scope, name = stream.split("/")
     keys = [next(key_in(i / 6, (i + 1) / 6)) for i in range(6)]
     start = start_frontier(client, stream, "earliest", 0)
@@ -389,7 +382,7 @@ def test_split_range_cuts_whole_events_within_its_limits_and_covers_the_range(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
     _, client = store
-    stream = new_stream(client, 1)
+    stream = new_stream_in(client, 1, scope="plan")
     key = next(key_in(0, 1))
     written = write(client, stream, clock, [key], rounds=7)
     write(client, stream, clock, [key], rounds=1, size=500)  # one event larger than 256 bytes
@@ -420,7 +413,7 @@ def test_a_frontier_at_a_cut_ends_where_the_cut_is_and_reads_its_ancestors_whole
 ) -> None:
     _, client = store
     manager = StreamManager(client)
-    stream = new_stream(client, 1)
+    stream = new_stream_in(client, 1, scope="plan")
     scope, name = stream.split("/")
     start = start_frontier(client, stream, "earliest", 0)
     before = write(client, stream, clock, ["a", "b"], rounds=2)
@@ -485,7 +478,7 @@ def test_advancing_to_the_tail_includes_successors_of_a_segment_split_while_it_p
 def test_a_budgeted_plan_reads_no_event_back(store, clock, monkeypatch) -> None:
     """The store counts the events of each share (PlanRead); the planner reads none."""
     _, client = store
-    stream = new_stream(client, 2)
+    stream = new_stream_in(client, 2, scope="plan")
     written = write(client, stream, clock, ["a", "b", "c", "d"], 200)
     reads: list[str] = []
     plan_calls: list[str] = []

@@ -11,17 +11,16 @@ own, so tests share the server without seeing each other's events.
 
 from __future__ import annotations
 
-import os
-import sys
+import json
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, embedded_store
+from connector import EventWriter, JsonSerializer, StoreClient, embedded_store
 from connector.framing import iter_frames
+from tests.conftest import new_stream_in
 
 from . import flaky_sink, scripted_source
 
@@ -29,31 +28,23 @@ from . import flaky_sink, scripted_source
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """The SparkSession all Spark tests share; ``tidemark`` and the test formats are registered."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark import cloudpickle
-    from pyspark.sql import SparkSession
 
-    import spark_adapter
+    from spark_adapter import local_session
 
     # The test-only data sources live in this test package, which Spark's
     # workers cannot import: ship their code by value.
     cloudpickle.register_pickle_by_value(scripted_source)
     cloudpickle.register_pickle_by_value(flaky_sink)
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("tidemark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
+    session = local_session(
+        "tidemark-tests",
+        "local[2,2]",
+        {
+            "spark.default.parallelism": "2",
+            "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+            "spark.driver.memory": "1g",
+        },
     )
-    session.sparkContext.setLogLevel("ERROR")
-    spark_adapter.register(session)
     session.dataSource.register(scripted_source.ScriptedSource)
     session.dataSource.register(flaky_sink.FlakyTidemarkDataSource)
     yield session
@@ -72,12 +63,8 @@ def new_stream(store_uri: str) -> Callable[..., str]:
     """Creates streams of this test's own: ``new_stream(segments=2)`` returns ``scope/stream``."""
 
     def create(segments: int = 2) -> str:
-        scope = f"t{uuid.uuid4().hex[:12]}"
         with StoreClient(store_uri) as client:
-            manager = StreamManager(client)
-            manager.create_scope(scope)
-            manager.create_stream(scope, "events", segment_count=segments)
-        return f"{scope}/events"
+            return new_stream_in(client, segments)
 
     return create
 
@@ -98,6 +85,15 @@ def stored_events(uri: str, stream: str) -> dict[str, list[tuple[str | None, byt
                 offset = result.next_offset
             events[segment.segment] = payloads
     return events
+
+
+def stored_json(uri: str, stream: str) -> list[dict[str, Any]]:
+    """The JSON events the store holds in ``stream``, segment by segment."""
+    return [
+        json.loads(payload)
+        for events in stored_events(uri, stream).values()
+        for _, payload in events
+    ]
 
 
 @pytest.fixture(name="stored_events")
@@ -126,12 +122,8 @@ class SyntheticStore:
         self.client = StoreClient(server.uri)
 
     def create_stream(self, segments: int = 2) -> str:
-        """A new stream ``scope/events`` of its own scope; returns its name."""
-        scope = f"s{uuid.uuid4().hex[:12]}"
-        manager = StreamManager(self.client)
-        manager.create_scope(scope)
-        manager.create_stream(scope, "events", segment_count=segments)
-        return f"{scope}/events"
+        """A new stream of its own scope; returns its name."""
+        return new_stream_in(self.client, segments)
 
     def advance(self, delta_ms: int) -> int:
         """Lets ``delta_ms`` pass and ticks every idle segment; returns the new time."""

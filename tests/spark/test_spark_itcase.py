@@ -9,7 +9,6 @@ each assertion can name the watermark and what must have come out by then.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import uuid
 from collections import Counter
@@ -22,7 +21,7 @@ from examples.sensors import LAG_MS, OFFSETS_MS
 from examples.spark_event_time import run_sensors_on_spark
 from spark_adapter import tumbling_window_count, with_connector_watermark
 
-from .conftest import BatchLog, SyntheticStore, settle, stored_events
+from .conftest import BatchLog, SyntheticStore, settle, stored_json
 
 pytestmark = pytest.mark.slow
 
@@ -33,15 +32,6 @@ def spark_watermark_ms(query: Any) -> int:
     """Spark's event-time watermark in the query's last progress, in epoch ms."""
     text = query.lastProgress["eventTime"]["watermark"]
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-def readings_in(store: SyntheticStore, stream: str) -> list[dict[str, Any]]:
-    """Every reading the store holds in ``stream``."""
-    return [
-        json.loads(payload)
-        for events in stored_events(store.uri, stream).values()
-        for _, payload in events
-    ]
 
 
 def test_sensors_a_and_b_come_out_in_event_time_order_and_c_is_flagged_late(
@@ -72,7 +62,7 @@ def test_sensors_a_and_b_come_out_in_event_time_order_and_c_is_flagged_late(
         rows = spark.sql(f"select sensor, seq, late from {table}").collect()
         released = {(r.sensor, r.seq) for r in rows if not r.late}
         late = {(r.sensor, r.seq) for r in rows if r.late}
-        snapshots.append((watermark, released, late, readings_in(store, stream)))
+        snapshots.append((watermark, released, late, stored_json(store.uri, stream)))
 
     run = run_sensors_on_spark(
         spark,

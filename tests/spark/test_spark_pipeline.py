@@ -23,7 +23,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from spark_adapter import order_by_event_time, with_connector_watermark
 
 from . import window_max as window_max_module
-from .conftest import BatchLog, SyntheticStore, settle, stored_events
+from .conftest import BatchLog, SyntheticStore, settle, stored_json
 from .window_max import window_max
 
 pytestmark = pytest.mark.slow
@@ -53,15 +53,6 @@ def start(df: Any, sink: Any, checkpoint: pathlib.Path, **options: str) -> Any:
     if callable(sink):
         return writer.foreachBatch(sink).start()
     return writer.format(sink).options(**options).start()
-
-
-def events_of(store: SyntheticStore, stream: str) -> list[dict[str, Any]]:
-    """The JSON events the store holds in ``stream``, segment by segment."""
-    return [
-        json.loads(payload)
-        for events in stored_events(store.uri, stream).values()
-        for _, payload in events
-    ]
 
 
 def test_chained_aggregations_keep_the_window_maximum_a_global_watermark_drops(
@@ -179,7 +170,7 @@ def test_chained_aggregations_keep_the_window_maximum_a_global_watermark_drops(
 
         assert plain_result(single_log) == []  # both maxima dropped, and 9 before them
         assert plain_result(default_log) == [(0, 2, 7)]  # 9 dropped: the maximum is wrong
-        assert events_of(store, maxima) == []  # the connector's watermark is before 3 s yet
+        assert stored_json(store.uri, maxima) == []  # the connector's watermark is before 3 s yet
 
         for window_end in (3 * S, 6 * S, 10 * S):
             store.advance_to(minute + window_end + lag + 1)  # watermark: the window's end
@@ -190,7 +181,7 @@ def test_chained_aggregations_keep_the_window_maximum_a_global_watermark_drops(
         for query in queries:
             query.stop()
 
-    assert events_of(store, maxima) == [
+    assert stored_json(store.uri, maxima) == [
         {"value": 6, "ts": minute, "n": 3, "late": False},
         {"value": 9, "ts": minute + 4 * S, "n": 2, "late": False},
     ]
@@ -273,7 +264,7 @@ def test_a_tidemark_sink_feeds_a_second_query_that_orders_by_event_time(
         stage_one.stop()
         stage_two.stop()
 
-    assert Counter(map(json.dumps, events_of(store, clean))) == Counter(
+    assert Counter(map(json.dumps, stored_json(store.uri, clean))) == Counter(
         json.dumps(r) for r in valid + stale
     )
     out = [(json.loads(r["event"]), r["late"]) for r in log.rows()]

@@ -40,7 +40,7 @@ def event_times(client: StoreClient, segment: str) -> list[tuple[int, int | None
 
 
 def _index(server: StoreServer, segment: str) -> tuple[list[int], list[int | None]]:
-    return server.store._segment_named(segment).event_index_entries()  # noqa: SLF001
+    return server.store._catalog.segment_named(segment).event_index_entries()  # noqa: SLF001
 
 
 def test_the_watermark_at_each_position_is_the_least_assertion_of_the_writers_active_there(
