@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AppendResult",
+    "initial_watermark",
     "AssertionResult",
     "Fence",
     "PlannedRead",
@@ -21,6 +22,16 @@ __all__ = [
     "TruncationResult",
     "WriterAssertion",
 ]
+
+
+def initial_watermark(creation_time: int) -> int:
+    """A segment's watermark before its first event: its creation time - 1 (PDP 26).
+
+    No event of a segment is ingested at or before its creation, so this
+    holds wherever the segment is read from: the store's watermark index
+    starts with it, and readers take it for a segment not read yet.
+    """
+    return creation_time - 1
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING
 
 from spark_adapter.options import SinkOptions, parse_interval_ms, read_spec
 from spark_adapter.schema import tidemark_schema
-from spark_adapter.session import local_session
+from spark_adapter.session import local_session, register
 from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from spark_adapter.event_time import (
         order_by_event_time,
         split_late,
@@ -56,11 +54,6 @@ __all__ = [
     "window_count",
     "with_connector_watermark",
 ]
-
-
-def register(spark: SparkSession) -> None:
-    """Makes the ``tidemark`` format available in ``spark``; registering twice is harmless."""
-    spark.dataSource.register(TidemarkDataSource)
 
 
 def __getattr__(name: str) -> object:

@@ -1,4 +1,4 @@
-"""A local SparkSession for this interpreter, with the ``tidemark`` format registered.
+"""Registering the ``tidemark`` format, and a local SparkSession for this interpreter with it.
 
 What the demo, the tests and the benchmarks each built by hand: Spark's
 Python workers must run the interpreter that has this package
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["local_session"]
+__all__ = ["local_session", "register"]
 
 #: The settings every local session here starts from.
 LOCAL_CONFIG = {
@@ -25,6 +25,13 @@ LOCAL_CONFIG = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
 }
+
+
+def register(spark: SparkSession) -> None:
+    """Makes the ``tidemark`` format available in ``spark``; registering twice is harmless."""
+    from spark_adapter.source import TidemarkDataSource
+
+    spark.dataSource.register(TidemarkDataSource)
 
 
 def local_session(
@@ -43,8 +50,6 @@ def local_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    from spark_adapter import register
 
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**LOCAL_CONFIG, **(config or {})}.items():

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connector.errors import FailedPreconditionError, InvalidArgumentError
+from connector.model import initial_watermark
 from connector.reader.events import END_OF_TIME
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "advance",
     "finish",
     "group_watermark",
-    "initial_watermark",
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
@@ -171,15 +171,6 @@ class GroupState:
             end_cut=data.get("end_cut"),
             bounded_to=None if bounded is None else frozenset(bounded),
         )
-
-
-def initial_watermark(creation_time: int) -> int:
-    """A segment's watermark before its first event: its creation time - 1 (PDP 26).
-
-    No event of a segment was ingested at or before its creation, so this
-    is safe wherever the segment is read from.
-    """
-    return creation_time - 1
 
 
 def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:

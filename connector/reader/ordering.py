@@ -67,7 +67,7 @@ class EventTimeOrderer(Generic[T]):
         self.watermark = watermark
         _log.debug("Advancing the event time watermark: Watermark @ %d", watermark)
         released = []
-        while self._heap and self._heap[0][0] <= watermark:
+        while self._heap and is_late(self._heap[0][0], watermark):  # at or below it: due
             released.append(heapq.heappop(self._heap)[2])
         return released
 

@@ -18,6 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from connector.errors import FailedPreconditionError
+from connector.model import initial_watermark
 
 __all__ = ["WatermarkIndex"]
 
@@ -27,7 +28,7 @@ class WatermarkIndex:
 
     def __init__(self, creation_time: int):
         self._offsets: list[int] = [-1]
-        self._watermarks: list[int] = [creation_time - 1]
+        self._watermarks: list[int] = [initial_watermark(creation_time)]
         self._counts: list[int] | None = [0]
 
     def record(self, last_offset: int, watermark: int, events: int | None = 0) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from connector.errors import InvalidArgumentError
+from connector.model import initial_watermark
 from connector.reader.events import END_OF_TIME, TimeDomain
-from connector.reader.group_state import GroupState, initial_watermark
+from connector.reader.group_state import GroupState
 from connector.reader.source import IngestionTime, ProcessingTime, TimeKeeping, is_late, rose
 from connector.reader.timestamps import FieldTimestampAssigner
 
@@ -29,7 +30,7 @@ def test_the_processing_time_domain_has_no_watermark_and_nothing_is_late() -> No
     time = ProcessingTime()
     assert time.emitted(at(1000), None) is None and time.advanced(at(1000), None) is None
     assert not time.has_watermarks
-    assert time.is_late(5, None) is False
+    assert is_late(5, None) is False
 
 
 def test_an_event_is_late_at_or_below_the_watermark_and_rises_are_strict() -> None:

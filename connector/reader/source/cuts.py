@@ -16,15 +16,9 @@ from typing import Literal
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.model import SegmentDescription, StreamDescription
+from connector.model import SegmentDescription, StreamDescription, initial_watermark
 from connector.names import SegmentId, StreamId
-from connector.reader.group_state import (
-    GroupState,
-    Successor,
-    advance,
-    finish,
-    initial_watermark,
-)
+from connector.reader.group_state import GroupState, Successor, advance, finish
 from connector.reader.lineage import ancestors, describe_streams
 
 __all__ = ["StreamCut", "by_name", "start_state"]

@@ -12,8 +12,8 @@ place):
 - :func:`rose` says whether a watermark rose above the last one;
 - :func:`is_late` says whether an event is late under a watermark.
 
-The initial watermark of a segment (its creation time - 1) is the group
-state's own rule, :func:`~connector.reader.group_state.initial_watermark`.
+The initial watermark of a segment (its creation time - 1) is a rule the
+store shares, so it lives below both: :func:`connector.model.initial_watermark`.
 
 A third domain (watermarks asserted by writers) is one more subclass whose
 :meth:`~TimeKeeping.watermark` reads those: planners, readers and both
@@ -107,11 +107,6 @@ class TimeKeeping(ABC):
         """The watermark to yield now after ``last``, or None when it would not rise."""
         watermark = self.watermark(state, fresher)
         return watermark if rose(watermark, last) else None
-
-    @staticmethod
-    def is_late(event_time: _Times, watermark: int | None) -> _Times | bool:
-        """:func:`is_late`: whether an event is late under ``watermark``."""
-        return is_late(event_time, watermark)
 
     @staticmethod
     def of(

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
+from connector.model import initial_watermark
 from connector.store.event_time_index import EventTimeIndex
 from connector.store.jetstream.messages import Appended, SealMarker, seal_headers
 from connector.store.published import PublishedSegment
@@ -125,7 +126,7 @@ class JetStreamSegment(PublishedSegment):
         self._catch_up(end, time_ms)
 
     def _restore_compact_locked(self, end: int, time_ms: int, events: int | None) -> None:
-        initial = self.creation_time - 1
+        initial = initial_watermark(self.creation_time)
         self._index = WatermarkIndex.restored(
             [-1, end - 1],
             [initial, max(initial, time_ms - 1)],
