@@ -2,7 +2,9 @@
 
 - :class:`FlinkTidemarkReader` and its builder (``FlinkTidemarkReader.builder()``);
 - :class:`EventTimeOrderingFunction`: a keyed function that emits each key's
-  events in event-time order and sends late ones to :data:`LATE_EVENTS`.
+  events in event-time order and sends late ones to :data:`LATE_EVENTS`;
+- :class:`FlinkTidemarkWriter` and its builder: a sink that appends a
+  DataStream's rows to a stream and can assert the job's watermark there.
 
 It stands on the reader core's source (:mod:`connector.reader.source`), as
 the Spark adapter does: the builder maps its options to the core's read
@@ -16,6 +18,7 @@ from connector.reader.source import StreamCut
 from flink_adapter.builder import FlinkTidemarkReader, FlinkTidemarkReaderBuilder
 from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction
 from flink_adapter.rows import OUTPUT_FIELDS
+from flink_adapter.sink import FlinkTidemarkWriter, FlinkTidemarkWriterBuilder
 
 __all__ = [
     "LATE_EVENTS",
@@ -23,6 +26,8 @@ __all__ = [
     "EventTimeOrderingFunction",
     "FlinkTidemarkReader",
     "FlinkTidemarkReaderBuilder",
+    "FlinkTidemarkWriter",
+    "FlinkTidemarkWriterBuilder",
     "StreamCut",
     "TimeDomain",
 ]

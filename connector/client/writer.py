@@ -142,6 +142,12 @@ class EventWriter(Generic[T]):
     that set until its next assertion, and :meth:`close` marks it idle.
     Assertions are numbered like events, so a retried one is stored once
     and a new writer with an old id replays them.
+
+    ``numbers_from`` makes a new incarnation of a writer id instead of a
+    replay: its events in every segment, and its assertions, are numbered
+    from there (above any number an earlier incarnation used), and its first
+    append to each segment announces the numbers below as discarded, so no
+    late copy of an earlier incarnation's batch can be stored after it.
     """
 
     def __init__(
@@ -151,7 +157,12 @@ class EventWriter(Generic[T]):
         serializer: Serializer[T],
         writer_id: str | None = None,
         config: WriterConfig | None = None,
+        numbers_from: int = 0,
     ):
+        if isinstance(numbers_from, bool) or not isinstance(numbers_from, int) or numbers_from < 0:
+            msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
+            raise InvalidArgumentError(msg)
+        self._numbers_from = numbers_from
         self._client = client
         self.stream = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
         self._serializer = serializer
@@ -169,7 +180,7 @@ class EventWriter(Generic[T]):
         self._lows: list[float] = []
         self._stored_times: dict[str, int] = {}
         # Event time: the number of the next assertion, the latest asserted, membership.
-        self._assertion_number = 0
+        self._assertion_number = numbers_from
         self._asserted: int | None = None
         self._member = False
         self._assertion_placed = False
@@ -274,7 +285,7 @@ class EventWriter(Generic[T]):
         # A number is never reused: an attempt whose fate is unknown may be stored.
         self._assertion_number += 1
         fences = {
-            segment: Fence(discarded_from, self._next_number.get(segment, 0))
+            segment: Fence(discarded_from, self._first_number(segment))
             for segment, discarded_from in self._discarded_from.items()
         }
         result = self._client.assert_watermark(
@@ -317,8 +328,9 @@ class EventWriter(Generic[T]):
         dropped = self.pending_events
         for segment, batch in self._batches.items():
             if batch.sent:
-                first = self._next_number.get(segment, 0)
-                self._discarded_from.setdefault(segment, first)
+                first = self._first_number(segment)
+                announced = self._announced(segment)
+                self._discarded_from[segment] = first if announced is None else announced
                 self._next_number[segment] = first + len(batch.events)
         self._batches.clear()
         return dropped
@@ -358,9 +370,20 @@ class EventWriter(Generic[T]):
         if batch.size >= config.max_batch_bytes or len(batch.events) >= config.max_batch_events:
             self._send(segment)
 
+    def _first_number(self, segment: str) -> int:
+        """The number of this writer's next event in ``segment``."""
+        return self._next_number.get(segment, self._numbers_from)
+
+    def _announced(self, segment: str) -> int | None:
+        """The gap the next append to ``segment`` announces (``discarded_from``), if any."""
+        gap = self._discarded_from.get(segment)
+        if gap is None and self._numbers_from and segment not in self._next_number:
+            return 0  # a new incarnation: the numbers below numbers_from are not this writer's
+        return gap
+
     def _send(self, segment: str) -> None:
         batch = self._batches.pop(segment)
-        first = self._next_number.get(segment, 0)
+        first = self._first_number(segment)
         try:
             keys = batch.keys if any(batch.keys) else None
             result = self._client.append(
@@ -369,7 +392,7 @@ class EventWriter(Generic[T]):
                 first,
                 batch.events,
                 keys,
-                discarded_from=self._discarded_from.get(segment),
+                discarded_from=self._announced(segment),
             )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.

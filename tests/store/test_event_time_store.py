@@ -9,6 +9,7 @@ restarts and compaction, and passes to successors at a split or merge.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from connector.client import EventWriter, JsonSerializer, StoreClient, StreamMan
 from connector.clock import ManualClock
 from connector.errors import FailedPreconditionError, InvalidArgumentError
 from connector.server import StoreServer
+
+from . import read_frames
 
 
 def _stream(client: StoreClient, stream: str = "st", segments: int = 1) -> list[str]:
@@ -286,3 +289,26 @@ def test_a_writer_on_a_sealed_stream_cannot_assert(
     store_client.seal_stream("sc", "st")
     with pytest.raises(FailedPreconditionError, match="sealed"):
         writer.note_time(5)
+
+
+def test_a_new_incarnation_of_a_writer_id_continues_it_instead_of_replaying_it(
+    store_client: StoreClient, clock: ManualClock
+) -> None:
+    (segment,) = _stream(store_client)
+    first = EventWriter(store_client, "sc/st", JsonSerializer(), writer_id="subtask-0")
+    for n in range(3):
+        first.write_event({"n": n})
+    first.note_time(100)
+    # A restart: the same id, numbered from above anything the first one used.
+    second = EventWriter(
+        store_client, "sc/st", JsonSerializer(), writer_id="subtask-0", numbers_from=1_000
+    )
+    second.write_event({"n": 0})  # the same payload again: stored, not skipped as a replay
+    second.note_time(150)
+    assert [json.loads(f.payload)["n"] for f in read_frames(store_client, segment)] == [0, 1, 2, 0]
+    assert store_client.segment_info(segment).event_time_watermark == 150
+    # A late copy of the first incarnation's batch is a duplicate now.
+    late = store_client.append(segment, "subtask-0", 3, [b'{"n": 3}'])
+    assert (late.appended, late.duplicates) == (0, 1)
+    with pytest.raises(InvalidArgumentError, match="150"):
+        second.note_time(120)
