@@ -23,6 +23,9 @@ from connector.server import StoreServer
 
 from . import read_frames
 
+#: Every storage keeps the writers' event time by the same rules.
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 
 def _stream(client: StoreClient, stream: str = "st", segments: int = 1) -> list[str]:
     manager = StreamManager(client)
@@ -209,7 +212,7 @@ def test_the_store_marks_silent_writers_idle_by_itself_every_polling_period(
 
 
 def test_the_index_and_the_writers_survive_a_restart_and_compaction(
-    start_store: Callable[..., StoreServer], clock: ManualClock
+    start_store: Callable[..., StoreServer], clock: ManualClock, storage: str
 ) -> None:
     server = start_store(compact_after_records=5)
     with StoreClient(server.uri) as c:
@@ -224,7 +227,8 @@ def test_the_index_and_the_writers_survive_a_restart_and_compaction(
         infos = {s: c.segment_info(s) for s in before}
         indexes = {s: _index(server, s) for s in before}
     server.stop()
-    assert server.store.journal_size() < 20_000  # compacted along the way
+    if storage == "file":
+        assert server.store.journal_size() < 20_000  # compacted along the way
     again = start_store(compact_after_records=5)
     with StoreClient(again.uri) as c:
         assert {s: event_times(c, s) for s in before} == before
