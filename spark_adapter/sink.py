@@ -34,11 +34,27 @@ a replayed event elsewhere). A replay that finds its segment scaled since
 the first attempt writes the events the sealed segment already holds again,
 in its successors.
 
+The rows of a ``tidemark`` read go to this sink as they come (a stream
+copied into another): a watermark row of the source (``kind`` =
+``watermark``, its event null) carries no event and is skipped, counted in
+the task's commit message. It is not turned into a writer's event-time
+assertion: a task's writer lives for one partition of one micro-batch, and
+an assertion lapses when its writer closes (``close()`` marks it idle), so
+it would hold nobody back. The query's own watermark, asserted once the
+batch has committed, is the sink's option for that. Any other row with a
+null event fails the task, naming the column.
+
 ``commit`` and ``abort`` have nothing to finish or undo: events are durable
-when a task's ``write`` returns. After an abort the batch's events that were
-written stay; running the batch again adds only the rest. (PySpark builds a
-new stream writer on the driver for every micro-batch and another one for
-its ``commit`` or ``abort``, so nothing may be kept between those calls.)
+when a task's ``write`` returns, and there is no transaction around a
+micro-batch. After an abort (a task failed for good, the query stopped or
+failed) every event a task wrote before it stays in the stream, where
+readers see it: the events of the partitions that finished and the first
+rows of the one that failed. Restarted from its checkpoint, the query runs
+the batch again with the same writer ids, so the stream ends up holding
+each event once; a query that is never restarted leaves that part of the
+batch there. (PySpark builds a new stream writer on the driver for every
+micro-batch and another one for its ``commit`` or ``abort``, so nothing may
+be kept between those calls.)
 
 Batch writes need ``mode("append")``: Spark refuses its default
 ``errorifexists`` for Python data sources, and this sink refuses
@@ -61,6 +77,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from connector.client import BytesSerializer, EventWriter, StoreClient, StringSerializer
 from connector.errors import InvalidArgumentError, TidemarkError
 from spark_adapter.options import SinkOptions
+from spark_adapter.schema import KIND, KIND_WATERMARK
 
 __all__ = [
     "TidemarkBatchWriter",
@@ -89,11 +106,15 @@ def stream_writer_id(query_id: str, batch_id: int, partition_id: int) -> str:
 
 @dataclass(frozen=True)
 class TidemarkCommitMessage(WriterCommitMessage):
-    """What one task wrote: its writer id, its partition, how many events it sent."""
+    """What one task wrote: its writer id, its partition, how many events it sent.
+
+    ``watermark_rows``: the source's watermark rows it skipped.
+    """
 
     writer_id: str
     partition_id: int
     events: int
+    watermark_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +125,8 @@ class _Columns:
     event_index: int
     event_column: str
     binary: bool
+    #: The ``kind`` column of a ``tidemark`` read, when the data has one.
+    kind_index: int | None = None
 
     @classmethod
     def of(cls, options: SinkOptions, schema: StructType) -> _Columns:
@@ -124,7 +147,18 @@ class _Columns:
                 "expected string or binary (use to_json() for structured events)"
             )
             raise InvalidArgumentError(msg)
-        return cls(key, event, schema[event].name, isinstance(event_type, BinaryType))
+        kind = schema.fieldNames().index(KIND) if KIND in schema.fieldNames() else None
+        if kind is not None and not isinstance(schema[kind].dataType, StringType):
+            kind = None  # not a tidemark read's column
+        return cls(key, event, schema[event].name, isinstance(event_type, BinaryType), kind)
+
+    def is_watermark_row(self, row: Row) -> bool:
+        """Whether ``row`` is a ``tidemark`` source's watermark row (no event)."""
+        return (
+            self.kind_index is not None
+            and row[self.event_index] is None
+            and row[self.kind_index] == KIND_WATERMARK
+        )
 
 
 def _field(schema: StructType, name: str, option: str) -> int:
@@ -153,11 +187,11 @@ def _task() -> TaskContext:
 
 
 def _write_rows(
-    options: SinkOptions, columns: _Columns, writer_id: str, rows: Iterator[Row]
-) -> int:
-    """Appends every row's event; returns the count once all are durable."""
+    options: SinkOptions, columns: _Columns, writer_id: str, partition: int, rows: Iterator[Row]
+) -> TidemarkCommitMessage:
+    """Appends every row's event, skipping a source's watermark rows; returns once durable."""
     serializer: Any = BytesSerializer() if columns.binary else StringSerializer()
-    count = 0
+    count = skipped = 0
     with StoreClient(options.uri) as client:
         writer: EventWriter[Any] = EventWriter(
             client, options.stream, serializer, writer_id=writer_id
@@ -165,16 +199,20 @@ def _write_rows(
         for index, row in enumerate(rows):
             event = row[columns.event_index]
             if event is None:
+                if columns.is_watermark_row(row):
+                    skipped += 1
+                    continue
                 msg = (
                     f"column {columns.event_column!r} is null in row {index} "
-                    f"of writer {writer_id!r}"
+                    f"of writer {writer_id!r}: every row needs an event (a tidemark "
+                    f"read's watermark rows are skipped when its {KIND!r} column is kept)"
                 )
                 raise InvalidArgumentError(msg)
             # "" routes like any key (deterministically) and is stored as no key.
             writer.write_event(event, row[columns.key_index] or "")
             count += 1
         writer.close()
-    return count
+    return TidemarkCommitMessage(writer_id, partition, count, skipped)
 
 
 class TidemarkBatchWriter(DataSourceWriter):
@@ -190,8 +228,7 @@ class TidemarkBatchWriter(DataSourceWriter):
         """Appends the partition's events; they are durable when this returns."""
         partition = _task().partitionId()
         writer_id = batch_writer_id(self.write_id, partition)
-        events = _write_rows(self.options, self.columns, writer_id, iterator)
-        return TidemarkCommitMessage(writer_id, partition, events)
+        return _write_rows(self.options, self.columns, writer_id, partition, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Nothing to finish: every event is durable already."""
@@ -232,8 +269,7 @@ class TidemarkStreamWriter(DataSourceStreamWriter):
             raise TidemarkError(msg)
         partition = context.partitionId()
         writer_id = stream_writer_id(query_id, int(batch_id), partition)
-        events = _write_rows(self.options, self.columns, writer_id, iterator)
-        return TidemarkCommitMessage(writer_id, partition, events)
+        return _write_rows(self.options, self.columns, writer_id, partition, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         """Nothing to finish: every event of the batch is durable already."""
