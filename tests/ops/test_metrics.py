@@ -20,7 +20,6 @@ from connector.errors import (
 from connector.reader.group import ReaderGroupManager
 from connector.security import ClientCredentials, TokenTable, token_entry
 from connector.server import StoreServer
-from connector.store import StoreConfig
 from tests.conftest import CLOCK_START_MS
 from tests.ops.metric_rules import naming_violations
 from tests.probes import scrape
@@ -43,12 +42,8 @@ def tokens(tmp_path: pathlib.Path) -> dict[str, ClientCredentials]:
 
 
 @pytest.fixture
-def server(
-    data_dir: pathlib.Path, clock: ManualClock, tmp_path: pathlib.Path, tokens
-) -> Iterator[StoreServer]:
-    config = StoreConfig(
-        data_dir=str(data_dir), clock=clock, polling_period_ms=None, max_event_size=64
-    )
+def server(storage_config, tmp_path: pathlib.Path, tokens) -> Iterator[StoreServer]:
+    config = storage_config(max_event_size=64)
     server = StoreServer(
         config, tokens=TokenTable(tmp_path / "tokens.toml"), metrics_listen="127.0.0.1:0"
     ).start()
@@ -88,6 +83,7 @@ def run_a_workload_that_touches_every_metric(
     server.store.advance_idle_segments()
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_every_metric_the_server_exposes_follows_prometheus_conventions(
     server: StoreServer, tokens, clock: ManualClock
 ) -> None:
