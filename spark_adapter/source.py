@@ -3,9 +3,10 @@
 Options are checked as early as Spark lets a Python data source check them:
 
 - reads: every option that does not depend on batch or streaming is checked by
-  ``schema()``, which Spark calls in ``load()``, and so is that every stream
-  read exists, when the store answers then (a store not reachable at
-  ``load()`` is not an error yet: the query says so when it reads); the rest (``endingStreamCut``
+  ``schema()``, which Spark calls in ``load()``, and so is the store, once
+  (:func:`~connector.reader.source.probe_store`): it must answer within 5 s,
+  every stream read must exist and every segment a cut names must be its
+  stream's; the rest (``endingStreamCut``
   on a streaming read, per-trigger limits on a batch read) by ``reader()``,
   which Spark calls when it plans a batch read, or ``streamReader()``, which
   Spark calls when a started query initializes its source, before any batch.
@@ -24,10 +25,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connector.client.connection import StoreClient
-from connector.errors import NotFoundError, TidemarkError
-from connector.names import StreamId
-from connector.reader.source import ReadSpec
+from connector.reader.source import probe_store
 from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec
 from spark_adapter.reading import TidemarkBatchReader, TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
@@ -53,10 +51,13 @@ class TidemarkDataSource(DataSource):
         """The columns of a read (see :func:`spark_adapter.schema.tidemark_schema`).
 
         Raises:
+            InvalidArgumentError: naming a bad option, or a segment a cut names that its
+                stream does not have.
+            StoreUnavailableError: naming the store's URI, when it did not answer within 5 s.
             NotFoundError: naming a stream the store does not have.
         """
         spec = read_spec(self.options)
-        _require_streams(spec)
+        probe_store(spec)
         return tidemark_schema(spec.deserializer)
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -74,21 +75,3 @@ class TidemarkDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         """A micro-batch writer; refuses ``overwrite`` (complete output mode)."""
         return TidemarkStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
-
-
-def _require_streams(spec: ReadSpec) -> None:
-    """Raises when the store answers that a stream of ``spec`` does not exist.
-
-    One quick attempt: a store that is not reachable now, slow to answer or
-    refusing for another reason is left to the query, which retries as reads do.
-    """
-    with StoreClient(spec.uri, retry_timeout_s=0.0, call_timeout_s=5.0) as client:
-        for name in spec.stream_names:
-            stream = StreamId.parse(name)
-            try:
-                client.describe_stream(stream.scope, stream.stream)
-            except NotFoundError:
-                msg = f"option 'stream': stream {name!r} does not exist in {spec.uri!r}"
-                raise NotFoundError(msg) from None
-            except TidemarkError:
-                return

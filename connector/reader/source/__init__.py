@@ -15,7 +15,9 @@ groups share its cuts and time rules:
 - :class:`SourcePlanner`: ``start``, ``next`` (to the tail or within a
   budget), ``end`` and ``tasks``;
 - :class:`ReadTask` and :func:`read_columns`: what one worker reads, and
-  the one read path from byte ranges to columns of events.
+  the one read path from byte ranges to columns of events;
+- :func:`probe_store`: a read checked against its store once, when an
+  engine defines it (the store answers, its streams and cut segments exist).
 """
 
 from connector.reader.source.columns import (
@@ -29,6 +31,7 @@ from connector.reader.source.cuts import StreamCut, start_state
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget
 from connector.reader.source.planner import SourcePlanner, Step
+from connector.reader.source.probe import PROBE_TIMEOUT_S, probe_store
 from connector.reader.source.ranges import READ_CHUNK_BYTES, SegmentRange, read_range
 from connector.reader.source.spec import OptionNames, ReadSpec, StreamRead
 from connector.reader.source.tasks import ReadTask
@@ -41,6 +44,7 @@ from connector.reader.source.timekeeping import (
 )
 
 __all__ = [
+    "PROBE_TIMEOUT_S",
     "READ_CHUNK_BYTES",
     "Budget",
     "EventColumns",
@@ -59,6 +63,7 @@ __all__ = [
     "TimeKeeping",
     "columns_of",
     "is_late",
+    "probe_store",
     "read_columns",
     "read_range",
     "rose",

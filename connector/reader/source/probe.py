@@ -1,0 +1,108 @@
+"""Checking a read against its store once, when it is defined: fail in seconds, naming the option.
+
+An engine defines a read long before it reads (Spark's ``load()``, Flink's
+``build()``), and a read that cannot work should fail there, in one line
+naming what is wrong, not at its first batch after the client's retry
+budget inside an engine's trace. :func:`probe_store` asks the store once,
+within :data:`PROBE_TIMEOUT_S`:
+
+- the store answers at all (else :class:`StoreUnavailableError`, naming the
+  URI and how long it was given);
+- every stream read exists (else :class:`NotFoundError`, naming the stream);
+- every segment an explicit start or end cut names is one of its stream's
+  segments (else :class:`InvalidArgumentError`, naming the cut's option).
+
+A token the store refuses fails here too, as the store says it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from connector.client.connection import StoreClient
+from connector.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    StoreUnavailableError,
+    TidemarkError,
+    UnauthenticatedError,
+)
+from connector.model import StreamDescription
+from connector.names import SegmentId, StreamId
+from connector.reader.source.cuts import StreamCut
+from connector.reader.source.spec import ReadSpec
+
+__all__ = ["PROBE_TIMEOUT_S", "probe_store"]
+
+#: How long the probe waits for the store's answer, in seconds. Nothing listening at the
+#: address fails at once (the connection is refused); a store that takes the connection
+#: and does not answer fails after this.
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe_store(spec: ReadSpec, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Checks once that ``spec`` can be read: the store answers, its streams and cut segments exist.
+
+    Blocks at most about ``timeout_s`` seconds: an address where nothing
+    listens fails at once, one where something takes the connection and
+    does not answer once ``timeout_s`` passes.
+
+    Raises:
+        StoreUnavailableError: the store did not answer in time; names the URI.
+        NotFoundError: a stream does not exist; names the stream option and the stream.
+        InvalidArgumentError: a cut names a segment its stream does not have; names the cut's
+            option.
+        UnauthenticatedError, PermissionDeniedError: the store refused the credentials.
+    """
+    names = spec.names
+    try:
+        # No retry: a refused connection fails at once; a store that takes the connection
+        # and does not answer fails when the call's deadline passes.
+        with StoreClient(spec.uri, retry_timeout_s=0.0, call_timeout_s=timeout_s) as client:
+            descriptions = {name: _described(client, name, spec) for name in spec.stream_names}
+    except (NotFoundError, UnauthenticatedError, PermissionDeniedError):
+        raise
+    except StoreUnavailableError as error:
+        msg = (
+            f"{names.label('store')}: the store {spec.uri!r} cannot be reached ({error}); "
+            "is it running at that address?"
+        )
+        raise StoreUnavailableError(msg) from None
+    except TidemarkError as error:  # the deadline passed, or another answer no retry mends
+        msg = (
+            f"{names.label('store')}: the store {spec.uri!r} did not answer within "
+            f"{timeout_s:g} s ({error})"
+        )
+        raise StoreUnavailableError(msg) from None
+    for read in spec.streams:
+        for field, cut in (("start", read.start), ("end", read.end)):
+            if cut is not None:
+                _check_cut(field, cut, descriptions, spec)
+
+
+def _described(client: StoreClient, name: str, spec: ReadSpec) -> StreamDescription:
+    stream = StreamId.parse(name)
+    try:
+        return client.describe_stream(stream.scope, stream.stream)
+    except NotFoundError:
+        msg = f"{spec.names.label('streams')}: stream {name!r} does not exist in {spec.uri!r}"
+        raise NotFoundError(msg) from None
+
+
+def _check_cut(
+    field: str, cut: StreamCut, descriptions: Mapping[str, StreamDescription], spec: ReadSpec
+) -> None:
+    for segment in cut.as_dict():
+        stream = str(SegmentId.parse(segment).stream_id)
+        description = descriptions.get(stream)
+        if description is None:
+            continue  # a segment of a stream not read: the spec refused that already
+        known = [s.segment for s in description.segments]
+        if segment not in known:
+            shown = spec.names.shown(field, cut.to_json())
+            msg = (
+                f"{spec.names.label(field)} ({shown}) names segment {segment!r}, "
+                f"which stream {stream!r} does not have: its segments are {known!r}"
+            )
+            raise InvalidArgumentError(msg)
