@@ -71,3 +71,15 @@ def test_a_store_nobody_listens_for_fails_at_once_naming_the_uri() -> None:
     with pytest.raises(StoreUnavailableError, match=f"with_store: the store '{down}' cannot be"):
         probe_store(spec(down, "probe/events"), timeout_s=30.0)
     assert time.monotonic() - began < 30.0, "a refused connection needs no wait for the deadline"
+
+
+def test_a_port_that_takes_the_connection_and_says_nothing_fails_once_the_bound_passed() -> None:
+    """A stopped store process: the kernel takes the connection, nobody speaks."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        silent = f"tidemark://127.0.0.1:{listener.getsockname()[1]}"
+        began = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match=f"with_store: the store '{silent}' cannot"):
+            probe_store(spec(silent, "probe/events"), timeout_s=1.0)
+        assert time.monotonic() - began >= 1.0, "the store had the whole bound to answer"

@@ -142,8 +142,9 @@ def test_a_store_that_is_down_fails_load_within_the_probes_bound_naming_the_uri(
 ) -> None:
     """Nothing listening, or a stopped process's port: ``load()`` fails, naming option and URI.
 
-    The bound: a healthy ``load()`` (measured here first: Spark starts a
-    Python worker for it) plus the probe's timeout. Before the probe,
+    The bound: what a healthy ``load()`` takes (measured here first: Spark
+    starts a Python worker for it) plus the probe's timeout; the healthy
+    time counts twice, for the noise of a shared machine. Before the probe,
     ``load()`` passed and the query failed at its first batch, 32 s later.
     """
     healthy, error = timed_load(spark, streaming, **existing)
@@ -152,9 +153,8 @@ def test_a_store_that_is_down_fails_load_within_the_probes_bound_naming_the_uri(
     for uri in (NOWHERE, silent):
         elapsed, error = timed_load(spark, streaming, uri=uri, stream=existing["stream"])
         assert error is not None, f"load() passed with the store at {uri} down"
-        message = str(error)
-        assert f"option 'uri': the store {uri!r} cannot be reached" in message
-        assert elapsed < healthy + PROBE_TIMEOUT_S, (uri, elapsed, healthy)
+        assert f"option 'uri': the store {uri!r} cannot be reached" in str(error)
+        assert elapsed < 2 * healthy + PROBE_TIMEOUT_S, (uri, elapsed, healthy)
 
 
 @pytest.mark.parametrize("option", ["startingStreamCut", "endingStreamCut"])

@@ -17,9 +17,10 @@ A token the store refuses fails here too, as the store says it.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 
-from connector.client.connection import StoreClient
+from connector.client.connection import StoreClient, parse_uri
 from connector.errors import (
     InvalidArgumentError,
     NotFoundError,
@@ -35,9 +36,9 @@ from connector.reader.source.spec import ReadSpec
 
 __all__ = ["PROBE_TIMEOUT_S", "probe_store"]
 
-#: How long the probe waits for the store's answer, in seconds. Nothing listening at the
-#: address fails at once (the connection is refused); a store that takes the connection
-#: and does not answer fails after this.
+#: How long the probe gives the store, in seconds. Nothing listening at the address fails
+#: at once (the connection is refused); a store that takes the connection and does not
+#: answer (a stopped process, a store still starting) fails once this has passed.
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -46,7 +47,8 @@ def probe_store(spec: ReadSpec, timeout_s: float = PROBE_TIMEOUT_S) -> None:
 
     Blocks at most about ``timeout_s`` seconds: an address where nothing
     listens fails at once, one where something takes the connection and
-    does not answer once ``timeout_s`` passes.
+    does not answer once ``timeout_s`` has passed (the client retries until
+    then, so a store that is starting gets that long).
 
     Raises:
         StoreUnavailableError: the store did not answer in time; names the URI.
@@ -56,29 +58,46 @@ def probe_store(spec: ReadSpec, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         UnauthenticatedError, PermissionDeniedError: the store refused the credentials.
     """
     names = spec.names
+    refused = _refused(parse_uri(spec.uri), timeout_s)
+    if refused is not None:
+        msg = (
+            f"{names.label('store')}: the store {spec.uri!r} cannot be reached ({refused}); "
+            "is it running at that address?"
+        )
+        raise StoreUnavailableError(msg)
     try:
-        # No retry: a refused connection fails at once; a store that takes the connection
-        # and does not answer fails when the call's deadline passes.
-        with StoreClient(spec.uri, retry_timeout_s=0.0, call_timeout_s=timeout_s) as client:
+        # Something listens: the client retries within the bound (a store starting up
+        # answers a moment later), then gives up.
+        with StoreClient(spec.uri, retry_timeout_s=timeout_s, call_timeout_s=timeout_s) as client:
             descriptions = {name: _described(client, name, spec) for name in spec.stream_names}
     except (NotFoundError, UnauthenticatedError, PermissionDeniedError):
         raise
     except StoreUnavailableError as error:
-        msg = (
-            f"{names.label('store')}: the store {spec.uri!r} cannot be reached ({error}); "
-            "is it running at that address?"
-        )
+        msg = f"{names.label('store')}: the store {spec.uri!r} cannot be reached ({error})"
         raise StoreUnavailableError(msg) from None
-    except TidemarkError as error:  # the deadline passed, or another answer no retry mends
+    except TidemarkError as error:  # the call's deadline passed: it took the call, no answer
         msg = (
-            f"{names.label('store')}: the store {spec.uri!r} did not answer within "
-            f"{timeout_s:g} s ({error})"
+            f"{names.label('store')}: the store {spec.uri!r} cannot be reached: no answer "
+            f"within {timeout_s:g} s ({error})"
         )
         raise StoreUnavailableError(msg) from None
     for read in spec.streams:
         for field, cut in (("start", read.start), ("end", read.end)):
             if cut is not None:
                 _check_cut(field, cut, descriptions, spec)
+
+
+def _refused(address: str, timeout_s: float) -> str | None:
+    """Why nothing takes a connection at ``address`` (``host:port``), or None when something does.
+
+    A refused connection is an answer at once: nothing listens there now.
+    """
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as error:
+        return f"connecting to {address!r}: {error.strerror or error}"
 
 
 def _described(client: StoreClient, name: str, spec: ReadSpec) -> StreamDescription:
