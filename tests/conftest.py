@@ -292,13 +292,16 @@ def spawn_server(
     has printed where it listens. On JetStream the server gets ``--storage
     jetstream`` on the shared cluster in the namespace standing for DATA_DIR
     instead: a server started again on the same dir finds the same streams.
+    With DATA_DIR None, EXTRA_ARGS alone say where the store is.
     """
     processes: list[subprocess.Popen[bytes]] = []
 
-    def spawn(server_data_dir: pathlib.Path, *extra_args: str) -> ServerProcess:
+    def spawn(server_data_dir: pathlib.Path | None, *extra_args: str) -> ServerProcess:
         log_path = tmp_path / f"server-{len(processes)}.log"
         where = ["--data-dir", str(server_data_dir)]
-        if storage == "jetstream":
+        if server_data_dir is None:  # the extra arguments say where the store is
+            where = []
+        elif storage == "jetstream":
             where = [
                 "--storage",
                 "jetstream",

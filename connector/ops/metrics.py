@@ -43,8 +43,16 @@ Names, all prefixed ``tidemark_``:
   most ingestion time they span in one segment (see
   :mod:`connector.reader.lag`); ``reader_group_watermark_timestamp_seconds``
   {group}: its group watermark.
+- On a replicated store (JetStream), per log (a stream ``scope/stream``, the
+  ``catalog`` or the ``state``) and replica (a node): ``replica_leader`` (1
+  for the leader), ``replica_current`` (1 while up to date),
+  ``replica_operations_behind`` (the replication lag, in operations) and
+  ``replica_last_seen_seconds`` (since the leader heard from it), asked of
+  the leaders at scrape time; ``leader_elections_total`` {log}: leader
+  changes this server heard of.
 - ``background_task_failed_rounds_total`` {task}: rounds of a background task
-  (``idle_ticks``, ``journal_compaction``, ``health``) that failed;
+  (``idle_ticks``, ``journal_compaction``, ``health``; on JetStream also
+  ``jetstream_probe`` and ``jetstream_catch_up``) that failed;
   ``background_task_last_success_timestamp_seconds`` {task}: when its last
   round succeeded (absent before one did); ``background_task_stalled`` {task}:
   1 while it has failed (or one round has run) for longer than its bound.
@@ -234,6 +242,62 @@ class _ReaderGroupCollector(Collector):
         yield watermark
 
 
+class _ReplicationCollector(Collector):
+    """How each replicated log of the store stands, asked of its leaders when Prometheus scrapes.
+
+    Empty for a store of one node (the file store).
+    """
+
+    def __init__(self, store: Storage):
+        self._store = store
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:  # noqa: D102
+        labels = ["log", "replica"]
+        leader = GaugeMetricFamily(
+            "tidemark_replica_leader",
+            "1 for the replica that leads the log (a stream, the catalog or the state).",
+            labels=labels,
+        )
+        current = GaugeMetricFamily(
+            "tidemark_replica_current",
+            "1 while the replica is up to date with its leader.",
+            labels=labels,
+        )
+        behind = GaugeMetricFamily(
+            "tidemark_replica_operations_behind",
+            "How many operations the replica is behind its leader (replication lag).",
+            labels=labels,
+        )
+        seen = GaugeMetricFamily(
+            "tidemark_replica_last_seen_seconds",
+            "How long ago the leader last heard from the replica.",
+            labels=labels,
+        )
+        elections = CounterMetricFamily(
+            "tidemark_leader_elections",
+            "Leader elections of each log this server heard of since it started.",
+            labels=["log"],
+        )
+        try:
+            replicas = self._store.replication()
+        except TidemarkError:  # the cluster cannot answer: the other metrics say so
+            replicas = []
+        for state in replicas:
+            names = [state.log, state.replica]
+            leader.add_metric(names, 1 if state.leader else 0)
+            current.add_metric(names, 1 if state.current else 0)
+            behind.add_metric(names, state.lag)
+            if state.seen_ms_ago is not None:
+                seen.add_metric(names, state.seen_ms_ago / 1000)
+        for log, count in sorted(self._store.leader_changes().items()):
+            elections.add_metric([log], count)
+        yield leader
+        yield current
+        yield behind
+        yield seen
+        yield elections
+
+
 class _BackgroundTaskCollector(Collector):
     """Each background task's failures, last success and stall, read when Prometheus scrapes."""
 
@@ -353,6 +417,7 @@ class StoreMetrics:
         )
         self.registry.register(_StoreStateCollector(store))
         self.registry.register(_ReaderGroupCollector(store))
+        self.registry.register(_ReplicationCollector(store))
         self.registry.register(
             _BackgroundTaskCollector(
                 background_tasks or store.background_status, store.config.clock

@@ -42,10 +42,32 @@ def probe_transport(address: str, timeout_s: float = 1.0) -> Literal["tls", "pla
         return None
     if len(answer) >= 4 and answer[3] == _SETTINGS_FRAME_TYPE:
         return "plaintext"
-    if not answer or answer[0] == _TLS_ALERT_RECORD:
-        # A TLS server either sends an alert or hangs up on bytes that are no handshake.
+    if answer and answer[0] == _TLS_ALERT_RECORD:
         return "tls"
+    if not answer:
+        # A TLS server may hang up on bytes that are no handshake; so does a load balancer
+        # whose server went away, or a server stopping. Only a TLS handshake tells them apart.
+        return "tls" if _answers_tls(host.strip("[]"), int(port), timeout_s) else None
     return None
+
+
+def _answers_tls(host: str, port: int, timeout_s: float) -> bool:
+    """Whether ``host:port`` answers a TLS ClientHello as a TLS server (certificates unchecked)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection((host, port), timeout=timeout_s) as raw,
+            context.wrap_socket(raw, server_hostname=host),
+        ):
+            return True  # the handshake went through
+    except ssl.SSLEOFError:
+        return False  # hung up again, with no handshake: nothing says TLS
+    except ssl.SSLError:
+        return True  # a TLS alert (a client certificate wanted, say): a TLS server
+    except OSError:
+        return False
 
 
 # OpenSSL's verify codes (X509_V_ERR_*) that mean "not a CA this client trusts".

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import pytest
 
 from connector import StoreClient, StreamManager
 from connector.errors import InvalidArgumentError, StoreUnavailableError
 from connector.security import ClientCredentials, ServerTls, TokenTable
+from connector.security.probe import probe_transport
 
 
 def test_a_client_trusting_the_ca_talks_to_a_tls_server(start_secure_store, pki):
@@ -74,3 +78,27 @@ def test_credential_settings_are_checked_before_any_call(pki, tmp_path):
     missing = str(tmp_path / "missing.pem")
     with pytest.raises(InvalidArgumentError, match="cannot read the TLS CA"):
         StoreClient(f"tidemark://127.0.0.1:1?tls_ca_file={missing}")
+
+
+def test_a_port_that_hangs_up_without_a_tls_handshake_is_not_taken_for_tls() -> None:
+    """A load balancer whose server went away (or a server stopping) hangs up at once.
+
+    Taking that for a TLS port told a client retrying through a failover that
+    its transport was wrong, and it gave up (found with several JetStream
+    servers behind one address, issue 22).
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        for _ in range(2):
+            connection, _ = listener.accept()
+            connection.recv(1024)  # what the client sent is read: the hang-up is a clean close
+            connection.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    try:
+        assert probe_transport(f"127.0.0.1:{listener.getsockname()[1]}") is None
+    finally:
+        thread.join(timeout=5)
+        listener.close()

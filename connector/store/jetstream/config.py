@@ -44,7 +44,7 @@ class JetStreamConfig(StorageConfig):
     creds_file: str | None = None
     tls_ca_file: str | None = None
     unavailable_retry_s: float = 10.0
-    request_timeout_s: float = 5.0
+    request_timeout_s: float = 2.0
     read_cache_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:

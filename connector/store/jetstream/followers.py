@@ -204,7 +204,10 @@ class Followers:
                 await self._watcher.stop()
             except Exception as error:  # the connection is going too
                 _log.debug("stopping the catalog watch: %s", error)
-        for follower in self.all():
+        with self._lock:
+            followers, self._followers = list(self._followers.values()), {}
+        self._watcher = self._watching = None
+        for follower in followers:
             await follower.stop()
 
 

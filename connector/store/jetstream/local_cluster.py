@@ -253,6 +253,20 @@ class LocalCluster:
         leader = meta.get("leader") if isinstance(meta, dict) else None
         return leader if isinstance(leader, str) and leader else None
 
+    def stream_names(self, prefix: str = "") -> list[str]:
+        """The JetStream streams whose names start with ``prefix`` (asked of a running node)."""
+        for asked in [n for n in self._processes if self.running(n)]:
+            jsz = self._monitor(asked, "/jsz?streams=true")
+            if jsz is None:
+                continue
+            return sorted(
+                detail["name"]
+                for account in jsz.get("account_details", []) or []
+                for detail in account.get("stream_detail", []) or []
+                if detail.get("name", "").startswith(prefix)
+            )
+        return []
+
     def stream_leader(self, stream: str, node: int | None = None) -> int | None:
         """The node leading JetStream stream ``stream`` (asked of a running node), or None."""
         nodes = [node] if node is not None else [n for n in self._processes if self.running(n)]

@@ -71,7 +71,9 @@ class ClusterMonitor:
         except Exception:
             self._reachable = False
             raise
-        self._reachable = bool((info.get("cluster") or {}).get("leader", True))
+        cluster = info.get("cluster")
+        # A replica answers for a stream without a leader: then the answer names none.
+        self._reachable = cluster is None or bool(cluster.get("leader"))
         if not self._reachable:
             msg = "the catalog has no leader: the cluster has no quorum"
             raise EngineUnavailable(msg)

@@ -136,6 +136,8 @@ _T = TypeVar("_T")
 
 #: Room left in a message for its headers (the append's own, and JetStream's batch headers).
 HEADER_ROOM = 16 * 1024
+#: How much longer than a call a server's start waits for the cluster (a meta leader's election).
+OPEN_GRACE_S = 20.0
 #: How often the cluster's health is probed (ms).
 PROBE_PERIOD_MS = 500
 #: How often every followed stream is checked against its last sequence (ms).
@@ -218,10 +220,23 @@ class JetStreamStore:
             raise InvalidArgumentError(msg)
 
     async def _open(self) -> None:
-        await self._catalog.ensure(self.config.replicas)
-        await self._states.ensure(self.config.replicas)
+        """Makes the buckets and follows every stream; tried again while the cluster elects."""
+        backoff = Backoff(self.config.unavailable_retry_s + OPEN_GRACE_S)
+        while True:
+            try:
+                await self._catalog.ensure(self.config.replicas)
+                await self._states.ensure(self.config.replicas)
+                break
+            except EngineUnavailable as error:
+                await backoff.after(error)
         await self._monitor.start()
-        await self._followers.start(self.config.request_timeout_s)
+        while True:
+            try:
+                await self._followers.start(self.config.request_timeout_s)
+                return
+            except EngineUnavailable as error:
+                await self._followers.stop()
+                await backoff.after(error)
 
     def _connection_changed(self, up: bool) -> None:
         self._monitor.connection_changed(up)
@@ -275,9 +290,26 @@ class JetStreamStore:
             self._sync(follower)  # created a moment ago through another server?
         return follower, follower.log.segment_named(name)
 
-    def _at_offset(self, follower: Follower, segment: JetStreamSegment, offset: int) -> None:
-        """Brings the view of ``segment`` up to date when ``offset`` lies beyond it."""
-        if offset > segment.snapshot().committed_end:
+    def _at_offset(
+        self,
+        follower: Follower,
+        segment: JetStreamSegment,
+        offset: int,
+        known_watermark: int | None = None,
+    ) -> None:
+        """Brings the view of ``segment`` up to date when the caller has seen beyond it.
+
+        That is when ``offset`` lies past its end, or the watermark the
+        caller knows at the tail is above this server's (it read through
+        another server, which saw a later tick): a client moving between
+        servers never reads a segment going back.
+        """
+        snapshot = segment.snapshot()
+        if offset > snapshot.committed_end or (
+            known_watermark is not None
+            and offset == snapshot.committed_end
+            and known_watermark > snapshot.watermark
+        ):
             self._sync(follower)
 
     def _gone(self, follower: Follower) -> NotFoundError | StoreUnavailableError:
@@ -746,7 +778,7 @@ class JetStreamStore:
         up to ``wait_ms``; an empty answer still carries the watermark.
         """
         follower, target = self._segment(segment)
-        self._at_offset(follower, target, offset)
+        self._at_offset(follower, target, offset, known_watermark)
         return self._readers.read(target, offset, max_bytes, wait_ms, known_watermark)
 
     def watch_tail(
@@ -778,10 +810,13 @@ class JetStreamStore:
         return plan(target, offset, max_events, max_bytes)
 
     def segment_info(self, segment: str) -> SegmentInfo:
-        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark, now."""
-        follower, target = self._segment(segment)
-        self._sync(follower)
-        return target.info()
+        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark.
+
+        As this server has it: what it wrote itself at once, what others
+        wrote as soon as it was delivered (milliseconds). A read or a plan at
+        an offset beyond looks in the cluster first.
+        """
+        return self._segment(segment)[1].info()
 
     def stream_ids(self) -> list[tuple[str, str]]:
         """Every stream this server follows, sorted (every stream of the catalog, once watched)."""
