@@ -29,9 +29,10 @@ from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
 from connector.server import StoreServer
-from connector.store import StorageConfig, StoreConfig
+from connector.store import SegmentStore, StorageConfig, StoreConfig
 from connector.store.jetstream import JetStreamConfig
 from connector.store.jetstream.local_cluster import LocalCluster
+from connector.store.published import PublishedSegment
 
 from .nats_namespaces import drop_namespace
 
@@ -74,6 +75,14 @@ def new_stream_in(client: StoreClient, segments: int = 1, scope: str | None = No
     name = f"stream-{next(_stream_numbers)}"
     manager.create_stream(scope, name, segments)
     return f"{scope}/{name}"
+
+
+def segment_inside(server: StoreServer, name: str) -> PublishedSegment:
+    """The store's own object of segment ``name``, on either storage (tests that look inside)."""
+    store = server.store
+    if isinstance(store, SegmentStore):
+        return store._catalog.segment_named(name)  # noqa: SLF001
+    return store._segment(name)[1]  # type: ignore[attr-defined]  # noqa: SLF001
 
 
 @pytest.fixture(name="wait_until")

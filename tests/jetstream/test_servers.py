@@ -23,7 +23,7 @@ from connector.framing import iter_frames
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.reader.group import ReaderGroup
 from connector.server import StoreServer
-from tests.conftest import CLOCK_START_MS, wait_until
+from tests.conftest import CLOCK_START_MS, segment_inside, wait_until
 from tests.reader.conftest import ReadLog, drain
 
 pytestmark = pytest.mark.storages("jetstream")
@@ -43,7 +43,7 @@ def _frames(client: StoreClient, segment: str) -> list[Any]:
 
 
 def _index(server: StoreServer, segment: str) -> tuple[Any, ...]:
-    target = server.store._segment_named(segment)  # noqa: SLF001
+    target = segment_inside(server, segment)
     return target.index_entries(), target.event_index_entries(), target.writer_numbers()
 
 
@@ -215,10 +215,10 @@ def test_servers_ticking_the_same_idle_segments_at_once_store_one_tick_each(
         for thread in threads:
             thread.join(timeout=60)
         assert sum(counts) == 3
+        tick = ([-1], [CLOCK_START_MS + 20_000 - 1], [0])  # one entry, the tick's, on both
         for server in servers:
             for n in range(3):
                 wait_until(
-                    lambda s=server, n=n: len(_index(s, f"tk/st/{n}")[0][0]) == 1,
-                    what="one index entry, the tick's",
+                    lambda s=server, n=n: _index(s, f"tk/st/{n}")[0] == tick,
+                    what=f"the one tick of tk/st/{n} on every server",
                 )
-                assert _index(server, f"tk/st/{n}")[0][1] == [CLOCK_START_MS + 20_000 - 1]

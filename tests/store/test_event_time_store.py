@@ -20,6 +20,7 @@ from connector.client import EventWriter, JsonSerializer, StoreClient, StreamMan
 from connector.clock import ManualClock
 from connector.errors import FailedPreconditionError, InvalidArgumentError
 from connector.server import StoreServer
+from tests.conftest import segment_inside
 
 from . import read_frames
 
@@ -46,7 +47,7 @@ def event_times(client: StoreClient, segment: str) -> list[tuple[int, int | None
 
 
 def _index(server: StoreServer, segment: str) -> tuple[list[int], list[int | None]]:
-    return server.store._catalog.segment_named(segment).event_index_entries()  # noqa: SLF001
+    return segment_inside(server, segment).event_index_entries()
 
 
 def test_the_watermark_at_each_position_is_the_least_assertion_of_the_writers_active_there(

@@ -52,6 +52,8 @@ class Followers:
         self._lock = threading.Lock()
         self._followers: dict[tuple[str, str], Follower] = {}
         self._loading: dict[tuple[str, str], asyncio.Future[Follower]] = {}
+        # The sync under way of each stream: when it asked, and its task.
+        self._syncing: dict[str, tuple[float, asyncio.Future[None]]] = {}
         self._watcher: Any = None
         self._watching: asyncio.Task[None] | None = None
 
@@ -162,7 +164,26 @@ class Followers:
                 last, since = follower.log.applied, time.monotonic()
 
     async def sync(self, follower: Follower) -> None:
-        """Brings ``follower`` up to everything its stream held when this was called."""
+        """Brings ``follower`` up to everything its stream held when this was called.
+
+        Calls that arrive while a sync they can share is under way (one that
+        asked the stream after they arrived) wait for it instead of asking
+        again, so many readers asking at once cost one question.
+        """
+        arrived = time.monotonic()
+        shared = self._syncing.get(follower.stream_name)
+        if shared is not None and shared[0] >= arrived:
+            await asyncio.shield(shared[1])
+            return
+        task = asyncio.ensure_future(self._sync_now(follower))
+        self._syncing[follower.stream_name] = (time.monotonic(), task)
+        try:
+            await asyncio.shield(task)
+        finally:
+            if self._syncing.get(follower.stream_name, (0, None))[1] is task:
+                del self._syncing[follower.stream_name]
+
+    async def _sync_now(self, follower: Follower) -> None:
         backoff = Backoff(self._retry_s)
         while True:
             try:

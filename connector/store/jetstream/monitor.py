@@ -1,8 +1,9 @@
 """What a server knows of the cluster's health: quorum, leader elections, replication lag.
 
-- :meth:`ClusterMonitor.probe` asks the catalog bucket's leader for its
-  state every half second: the cluster takes writes while that works (a
-  cluster without a quorum elects no leader, and then nothing answers).
+- :meth:`ClusterMonitor.probe` asks the catalog bucket for its state every
+  half second: the cluster takes writes while its leader has a quorum of
+  current replicas (:func:`has_quorum`; a cluster without a quorum elects no
+  leader, and a leader cut off from its peers sees them fall behind).
   Health is NOT_SERVING from the first failed probe, or the connection
   dropping, until a probe works again.
 - Leader elections of the store's streams and buckets are counted from
@@ -27,7 +28,7 @@ from connector.store.jetstream.engine import Engine, EngineUnavailable
 from connector.store.jetstream.naming import catalog_bucket, state_bucket
 from connector.store.storage import ReplicaState
 
-__all__ = ["ClusterMonitor"]
+__all__ = ["ClusterMonitor", "has_quorum"]
 
 _log = logging.getLogger(__name__)
 
@@ -71,11 +72,9 @@ class ClusterMonitor:
         except Exception:
             self._reachable = False
             raise
-        cluster = info.get("cluster")
-        # A replica answers for a stream without a leader: then the answer names none.
-        self._reachable = cluster is None or bool(cluster.get("leader"))
+        self._reachable = has_quorum(info.get("cluster"))
         if not self._reachable:
-            msg = "the catalog has no leader: the cluster has no quorum"
+            msg = "the catalog's replicas have no quorum: the cluster cannot take writes"
             raise EngineUnavailable(msg)
 
     async def _elected(self, msg: Msg) -> None:
@@ -110,6 +109,23 @@ class ClusterMonitor:
         except Exception as error:  # a scrape shows the others
             _log.debug("no info of %s: %s", stream, error)
             return None
+
+
+def has_quorum(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether a stream's cluster info shows a leader with a quorum of current replicas.
+
+    A replica answers for a stream without a leader (the answer names none),
+    and a leader cut off from its peers still names itself for a while: it
+    then counts its peers as not current. A stream of one replica (no
+    cluster info) always has its quorum.
+    """
+    if cluster is None:
+        return True
+    if not cluster.get("leader"):
+        return False
+    peers = cluster.get("replicas") or []
+    with_leader = 1 + sum(1 for peer in peers if peer.get("current") and not peer.get("offline"))
+    return with_leader >= (len(peers) + 1) // 2 + 1
 
 
 def _replicas(log: str, cluster: Mapping[str, Any]) -> list[ReplicaState]:

@@ -55,6 +55,7 @@ from connector.errors import (
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
+    TidemarkError,
 )
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES
 from connector.model import (
@@ -552,12 +553,21 @@ class JetStreamStore:
         """
         backoff = Backoff(self.config.unavailable_retry_s)
         log = follower.log
+        synced = False
         while True:
             with log.locked():
                 meta_seq = log.meta_seq
                 last_seqs = {n: s.last_seq for n, s in log.entry.segments.items()}
                 entry = log.snapshot()
-            record = planned(entry)
+            try:
+                record = planned(entry)
+            except TidemarkError:
+                if synced:
+                    raise
+                # Refused by this server's view: look at the cluster's before saying so.
+                self._sync(follower)
+                synced = True
+                continue
             if record is None:
                 return 0, None
             messages = [
@@ -570,10 +580,12 @@ class JetStreamStore:
                 seq = self._run(self._engine.publish_atomic(messages))
             except WrongLastSequence:
                 self._sync(follower)
+                synced = True
                 continue
             except EngineUnavailable as error:
                 self._run(backoff.after(error))
                 self._sync(follower)
+                synced = True
                 continue
             except StreamMissing:
                 raise self._gone(follower) from None
@@ -620,18 +632,27 @@ class JetStreamStore:
         token = uuid.uuid4().hex
         backoff = Backoff(self.config.unavailable_retry_s)
         tried: tuple[int, int] | None = None  # (appended, duplicates) of a publish of unknown fate
+        synced = False
         with target.publishing:
             while True:
                 last_seq = target.last_seq  # first: the state read below is at least this one's
                 expected = target.expected_event_number(writer_id)
-                duplicates = duplicates_in_batch(
-                    target.name,
-                    writer_id,
-                    expected,
-                    first_event_number,
-                    len(events),
-                    discarded_from,
-                )
+                try:
+                    duplicates = duplicates_in_batch(
+                        target.name,
+                        writer_id,
+                        expected,
+                        first_event_number,
+                        len(events),
+                        discarded_from,
+                    )
+                except FailedPreconditionError:
+                    if synced:
+                        raise
+                    # The writer's previous batch may have gone through another server.
+                    self._sync(follower)
+                    synced = True
+                    continue
                 fresh = events[duplicates:]
                 if not fresh:
                     mine = target.last_append_of(writer_id)
@@ -810,13 +831,13 @@ class JetStreamStore:
         return plan(target, offset, max_events, max_bytes)
 
     def segment_info(self, segment: str) -> SegmentInfo:
-        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark.
+        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark, now.
 
-        As this server has it: what it wrote itself at once, what others
-        wrote as soon as it was delivered (milliseconds). A read or a plan at
-        an offset beyond looks in the cluster first.
+        Everything written before this call, through any server, is counted.
         """
-        return self._segment(segment)[1].info()
+        follower, target = self._segment(segment)
+        self._sync(follower)
+        return target.info()
 
     def stream_ids(self) -> list[tuple[str, str]]:
         """Every stream this server follows, sorted (every stream of the catalog, once watched)."""
@@ -1014,10 +1035,6 @@ class JetStreamStore:
 
     def __repr__(self) -> str:
         return f"JetStreamStore({self.location()})"
-
-    def _segment_named(self, name: str) -> JetStreamSegment:
-        """The segment ``name`` (for tests that look inside a store)."""
-        return self._segment(name)[1]
 
 
 def _segment_messages(
