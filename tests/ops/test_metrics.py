@@ -85,7 +85,7 @@ def run_a_workload_that_touches_every_metric(
 
 @pytest.mark.storages("file", "jetstream")
 def test_every_metric_the_server_exposes_follows_prometheus_conventions(
-    server: StoreServer, tokens, clock: ManualClock
+    server: StoreServer, tokens, clock: ManualClock, storage: str
 ) -> None:
     run_a_workload_that_touches_every_metric(server, tokens, clock)
     assert server.metrics_address is not None
@@ -108,6 +108,9 @@ def test_every_metric_the_server_exposes_follows_prometheus_conventions(
         "tidemark_stream_active_writers",
         "tidemark_timed_out_writers_total",
     } <= families
+    if storage == "jetstream":  # a replicated store: its replicas have samples to check
+        replicas = [line for line in text.splitlines() if line.startswith("tidemark_replica_")]
+        assert any(line.startswith("tidemark_replica_operations_behind{") for line in replicas)
 
 
 def test_the_naming_rules_catch_what_breaks_them() -> None:
