@@ -502,3 +502,26 @@ def test_a_budgeted_plan_reads_no_event_back(store, clock, monkeypatch) -> None:
     found = [e for begin, end in plans for e in events_in(client, ranges_between(begin, end))]
     assert Counter(found) == Counter(written)
     assert all(len(events_in(client, ranges_between(begin, end))) <= 150 for begin, end in plans)
+
+
+def test_an_end_clipped_to_a_target_stops_there_while_idle_ticks_raise_the_watermark(
+    store: tuple[Any, StoreClient], clock: ManualClock
+) -> None:
+    """Spark's ``Trigger.AvailableNow`` on a live store: nothing new, only ticks: it must end.
+
+    The target is the streams when the query started; once a batch reached
+    it, the next end is that batch's own end (Spark plans no batch and the
+    query stops), though the store's idle ticks raised every watermark.
+    """
+    server, client = store
+    stream = new_stream_in(client, 2, scope="plan")
+    write(client, stream, clock, ["a", "b", "c"], rounds=3)
+    plans = planner(client, stream, lag_ms=0)
+    begin = plans.start()
+    target = plans.tail(begin)
+    reached = plans.next(begin, until=target)
+    assert reached.watermark == target.watermark
+    clock.advance(1_000)
+    server.store.advance_idle_segments()  # only the watermarks move
+    assert plans.tail(reached).watermark > target.watermark
+    assert plans.next(reached, until=target) == reached

@@ -67,12 +67,16 @@ class Frontier:
 
         ``Trigger.AvailableNow``'s clip: ``target`` is the streams when the
         query started (every open segment's tail then); no batch reads past
-        it. The clipped end is ``target`` as an end from ``begin``: the
-        segments ``begin`` finished stay finished and are not read again,
-        and the watermark never steps back below ``begin``'s.
+        it, and no watermark passes its: a segment that reached its position
+        in ``target`` keeps ``target``'s watermark there, though the store
+        ticked it since, so once a batch reached the target the next end is
+        that batch's end and the query stops. The clipped end is ``target``
+        as an end from ``begin``: the segments ``begin`` finished stay
+        finished and are not read again, and the watermark never steps back
+        below ``begin``'s.
         """
         if target.contains(self):
-            return self
+            return self._held_at(target, begin)
         finished = target.state.finished | begin.state.finished
         cursors = {
             segment: cursor
@@ -82,6 +86,20 @@ class Frontier:
         state = replace(target.state, cursors=cursors, finished=finished)
         watermark = target.watermark if rose(target.watermark, begin.watermark) else begin.watermark
         return Frontier(state, {**target.ends, **begin.ends}, watermark)
+
+    def _held_at(self, target: Frontier, begin: Frontier) -> Frontier:
+        """The frontier, with no watermark above ``target``'s where it reached ``target``."""
+        cursors = dict(self.state.cursors)
+        for segment, cursor in self.state.cursors.items():
+            limit = target.state.cursors.get(segment)
+            if limit is not None and cursor.offset == limit.offset:
+                cursors[segment] = replace(cursor, watermark=min(cursor.watermark, limit.watermark))
+        watermark = self.watermark
+        if rose(watermark, target.watermark):
+            watermark = (
+                target.watermark if rose(target.watermark, begin.watermark) else begin.watermark
+            )
+        return Frontier(replace(self.state, cursors=cursors), self.ends, watermark)
 
     # --- its forms in checkpoints -----------------------------------------------------
 

@@ -1,0 +1,55 @@
+"""``examples/spark_reader.py``, the script a user copies, run as a user runs it against a server.
+
+The store is a server process with TLS and tokens (:mod:`tests.spark.secure_server`);
+the script gets its URI, the stream, the CA file and a read-only token file
+on its command line, reads what the stream holds (``--available-now``) and
+prints each key's events in event-time order.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .secure_server import event_json, start_secure_server
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "spark_reader.py"
+LINE = re.compile(r"^(\d+)  (\S+Z)  (\S+)  (\{.*\})(  late)?$")
+
+
+def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_server(
+    spawn_server: Callable[..., Any], tmp_path: pathlib.Path
+) -> None:
+    server = start_secure_server(spawn_server, tmp_path / "store")
+    server.create_stream("iot/sensors", segments=2)
+    keys = ["a", "b", "c"]
+    written = server.write("iot/sensors", keys, range(5))
+    server.wait_for_watermark_past_writes("iot/sensors")
+
+    command = [
+        sys.executable,
+        str(SCRIPT),
+        *("--uri", server.uri, "--stream", "iot/sensors"),
+        *("--tls-ca-file", server.ca_file, "--token-file", server.token_files["reader"]),
+        *("--checkpoint", str(tmp_path / "checkpoint"), "--available-now"),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = [LINE.match(line) for line in done.stdout.splitlines()]
+    assert all(printed), done.stdout
+    events = [(m.group(3), m.group(4), bool(m.group(5))) for m in printed if m]
+    assert Counter((k, e) for k, e, _ in events) == Counter(
+        (k, event_json(k, s)) for k, s in written
+    )
+    assert not any(late for _, _, late in events)
+    for key in keys:
+        assert [e for k, e, _ in events if k == key] == [event_json(key, s) for s in range(5)]
