@@ -1,9 +1,10 @@
-"""``examples/spark_reader.py``, the script a user copies, run as a user runs it against a server.
+"""``examples/spark_reader.py``, the script a user copies, run by the README's command as written.
 
 The store is a server process with TLS and tokens (:mod:`tests.spark.secure_server`);
-the script gets its URI, the stream, the CA file and a read-only token file
-on its command line, reads what the stream holds (``--available-now``) and
-prints each key's events in event-time order.
+the README's command gets its URI, the stream, the CA file and a read-only
+token file (the test's own in place of the README's), reads what the
+stream holds (``--available-now``) and prints each key's events in
+event-time order.
 """
 
 from __future__ import annotations
@@ -11,18 +12,19 @@ from __future__ import annotations
 import pathlib
 import re
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from tests.readme import shell_block, shell_env
+
 from .secure_server import event_json, start_secure_server
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "spark_reader.py"
+CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(\d+)  (\S+Z)  (\S+)  (\{.*\})(  late)?$")
 
 
@@ -35,14 +37,24 @@ def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_serve
     written = server.write("iot/sensors", keys, range(5))
     server.wait_for_watermark_past_writes("iot/sensors")
 
-    command = [
-        sys.executable,
-        str(SCRIPT),
-        *("--uri", server.uri, "--stream", "iot/sensors"),
-        *("--tls-ca-file", server.ca_file, "--token-file", server.token_files["reader"]),
-        *("--checkpoint", str(tmp_path / "checkpoint"), "--available-now"),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    [command] = shell_block("python examples/spark_reader.py")
+    port = server.uri.rpartition(":")[2]
+    places = {
+        "localhost:7070": f"localhost:{port}",
+        "pki/ca.pem": server.ca_file,
+        "late.token": server.token_files["reader"],
+    }
+    for readme_place, test_place in places.items():
+        command = command.replace(readme_place, test_place)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=CHECKOUT,
+        env=shell_env(TMPDIR=str(tmp_path)),  # the script's default checkpoint goes there
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     printed = [LINE.match(line) for line in done.stdout.splitlines()]
     assert all(printed), done.stdout
