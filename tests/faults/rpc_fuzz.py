@@ -676,9 +676,13 @@ class FuzzTarget:
     store's own layout.
     """
 
-    def __init__(self, work: pathlib.Path, tokens: bool = False):
+    def __init__(
+        self, work: pathlib.Path, tokens: bool = False, store_args: list[str] | None = None
+    ):
         self.work = work
         self.data_dir = work / "data"
+        #: Where the store is, when not in ``data`` (a JetStream store's flags).
+        self.store_args = store_args
         self.cwd = work / "cwd"
         self.log_path = work / "server.log"
         self.token_file = work / "tokens.toml" if tokens else None
@@ -695,8 +699,8 @@ class FuzzTarget:
 
     def start(self) -> FuzzTarget:
         """Starts the server on 127.0.0.1:0 and opens a channel to it."""
-        command = [sys.executable, "-m", "connector.server", "--data-dir", str(self.data_dir)]
-        command += ["--listen", "127.0.0.1:0"]
+        where = self.store_args or ["--data-dir", str(self.data_dir)]
+        command = [sys.executable, "-m", "connector.server", *where, "--listen", "127.0.0.1:0"]
         if self.token_file is not None:
             command += ["--token-file", str(self.token_file)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -759,7 +763,12 @@ class FuzzReport:
 
 
 def fuzz_server(
-    work: pathlib.Path, seed: int, bursts: int, calls_per_burst: int, tokens: bool = False
+    work: pathlib.Path,
+    seed: int,
+    bursts: int,
+    calls_per_burst: int,
+    tokens: bool = False,
+    store_args: list[str] | None = None,
 ) -> FuzzReport:
     """Fuzzes a fresh server process in ``work`` with ``bursts`` bursts of calls.
 
@@ -770,10 +779,12 @@ def fuzz_server(
     journal the fuzz left replays); no file may have been written outside the
     data dir's layout and the server's log must hold no traceback. With
     ``tokens`` the server checks bearer tokens and one call in four carries a
-    token without the right it needs, or a wrong one.
+    token without the right it needs, or a wrong one. ``store_args`` put the
+    store elsewhere (``--storage jetstream ...``): then its data files are
+    the cluster's, and a restart rebuilds the store from it.
     """
     started = time.monotonic()
-    target = FuzzTarget(work, tokens).start()
+    target = FuzzTarget(work, tokens, store_args).start()
     problems: list[str] = []
     fuzzer: RpcFuzzer | None = None
     try:
@@ -858,8 +869,9 @@ def _kept_bytes(target: FuzzTarget, segments: list[str]) -> dict[str, bytes]:
             pb.ReadRequest(segment=segment, offset=0, max_bytes=end), timeout=10
         )
         found[segment] = read.data
-        data_file = target.data_dir / "segments" / f"{segment}.events"
-        found[f"{segment} file"] = hashlib.sha256(data_file.read_bytes()).digest()
+        if target.store_args is None:
+            data_file = target.data_dir / "segments" / f"{segment}.events"
+            found[f"{segment} file"] = hashlib.sha256(data_file.read_bytes()).digest()
     state = stub.GetState(pb.GetStateRequest(key="kept-state"), timeout=10)
     found["state"] = state.value + state.revision.to_bytes(8, "big")
     return found

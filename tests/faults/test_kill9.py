@@ -1,5 +1,9 @@
 """Kill -9 in a loop: two writers and a reader group against a real server process.
 
+On both storages: the file store's server holds the data; a JetStream
+store's server holds nothing the cluster lacks, so there a kill tests that a
+server started again rebuilds every stream and answers retries right.
+
 A ``python -m connector.server`` is killed with SIGKILL 20 times while two
 :class:`EventWriter` threads write numbered events of six routing keys and a
 reader of a reader group reads; each time it is started again on the same
@@ -27,6 +31,7 @@ import signal
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -37,7 +42,7 @@ from connector.framing import encode_frames
 from connector.reader import ReaderGroupManager
 from tests.store import payloads
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.storages("file", "jetstream")]
 
 SEED = 20261125
 CYCLES = 20
@@ -105,15 +110,24 @@ def _moved_on(writers: list[_Writer], flushes: list[int], goal: int) -> bool:
     return flushed and sum(len(w.acked) for w in writers) >= goal
 
 
-def _wait_for_a_batch_in_flight(data_dir: pathlib.Path, writers: list[_Writer]) -> bool:
-    """Polls (up to 2 s) until the data files hold more than was acknowledged; whether they did."""
+def _wait_for_a_batch_in_flight(stored: Callable[[], int], writers: list[_Writer]) -> bool:
+    """Polls (up to 2 s) until the store holds more than was acknowledged; whether it did."""
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
-        on_disk = sum(f.stat().st_size for f in (data_dir / "segments").rglob("*.events"))
-        if on_disk > sum(w.acked_bytes for w in writers):
+        if stored() > sum(w.acked_bytes for w in writers):
             return True
         time.sleep(0.0005)  # a poll interval, not a wait for the condition
     return False
+
+
+def _on_disk(data_dir: pathlib.Path) -> Callable[[], int]:
+    """The bytes of the file store's data files."""
+    return lambda: sum(f.stat().st_size for f in (data_dir / "segments").rglob("*.events"))
+
+
+def _in_cluster(client: StoreClient) -> Callable[[], int]:
+    """The bytes the JetStream cluster holds of the stream (the segments' ends, as stored)."""
+    return lambda: sum(client.segment_info(f"k9/s/{n}").write_offset for n in range(2))
 
 
 def _by_key(events: list[str]) -> dict[tuple[str, str], list[int]]:
@@ -126,7 +140,7 @@ def _by_key(events: list[str]) -> dict[tuple[str, str], list[int]]:
 
 
 def test_twenty_kills_lose_nothing_acknowledged_and_duplicate_nothing(
-    tmp_path, spawn_server, wait_until
+    tmp_path, spawn_server, wait_until, storage
 ):
     rng = random.Random(SEED)
     data_dir = tmp_path / "data"
@@ -160,7 +174,11 @@ def test_twenty_kills_lose_nothing_acknowledged_and_duplicate_nothing(
                 what=f"both writers acknowledged by the server of cycle {cycle}",
             )
             assert not any(w.error for w in writers), [w.error for w in writers]
-            in_flight += _wait_for_a_batch_in_flight(data_dir, writers)
+            if storage == "file":
+                in_flight += _wait_for_a_batch_in_flight(_on_disk(data_dir), writers)
+            else:  # the server holds nothing: what the cluster holds is what counts
+                with StoreClient(server.uri, retry_timeout_s=5.0) as looking:
+                    in_flight += _wait_for_a_batch_in_flight(_in_cluster(looking), writers)
             os.kill(server.process.pid, signal.SIGKILL)
             server.process.wait(timeout=10)
             server = spawn_server(data_dir, "--listen", server.address)

@@ -20,7 +20,7 @@ from connector.errors import DuplicateEventNumbersError, StoreUnavailableError
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
 from tests.store import payloads, read_frames
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.storages("file", "jetstream")]
 
 SEGMENT = "f/s/0"
 

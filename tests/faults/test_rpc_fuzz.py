@@ -17,6 +17,7 @@ from connector._wire import GRPC_OPTIONS
 from connector.security import TokenTable, token_entry
 from connector.server import StoreServer
 from connector.store import StoreConfig
+from tests.conftest import JetStreamPlaces
 from tests.faults.rpc_fuzz import KEPT_SCOPE, READER_TOKEN, RPCS, FuzzReport, RpcFuzzer, fuzz_server
 
 SEED = 20261123
@@ -24,8 +25,20 @@ BURSTS = 15
 CALLS_PER_BURST = 200
 
 
-def test_every_rpc_fuzzed_answers_cleanly_and_leaves_stored_data_alone(tmp_path: pathlib.Path):
-    report = fuzz_server(tmp_path / "fuzz", SEED, BURSTS, CALLS_PER_BURST)
+@pytest.mark.storages("file", "jetstream")
+def test_every_rpc_fuzzed_answers_cleanly_and_leaves_stored_data_alone(
+    tmp_path: pathlib.Path, storage: str, jetstream_places: JetStreamPlaces
+):
+    store_args = None
+    if storage == "jetstream":
+        store_args = [
+            "--storage",
+            "jetstream",
+            "--nats-url",
+            ",".join(jetstream_places.cluster.urls),
+        ]
+        store_args += ["--nats-namespace", jetstream_places.namespace(tmp_path)]
+    report = fuzz_server(tmp_path / "fuzz", SEED, BURSTS, CALLS_PER_BURST, store_args=store_args)
     _assert_clean(report)
 
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 _log = logging.getLogger("tests.flink")
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_on_time_and_early_readings_come_out_in_event_time_order_and_late_ones_aside(
     start_store, clock, flink_env
 ) -> None:

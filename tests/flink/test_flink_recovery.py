@@ -86,6 +86,7 @@ def _last_checkpoint(folder: pathlib.Path) -> int:
     return max((int(p.parent.name[4:]) for p in folder.glob("*/chk-*/_metadata")), default=0)
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_a_failure_after_a_checkpoint_and_a_split_lose_and_repeat_nothing(
     start_store, clock, tmp_path: pathlib.Path, wait_until
 ) -> None:

@@ -119,6 +119,7 @@ class _Tagged(ProcessFunction):
         yield json.dumps({"kind": self.kind, "event": value[1], "key": value[0]})
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_a_bounded_read_returns_each_event_once_and_ends_the_job_with_the_final_watermark(
     start_store, clock, flink_env
 ) -> None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from connector import JsonSerializer, StoreClient
 from connector.reader.group import ReaderGroup, ReaderGroupManager
 from tests.truncation import truncate_at_tail, truncated_stream
+
+pytestmark = pytest.mark.storages("file", "jetstream")
 
 
 def read_events(group: ReaderGroup, count: int) -> list[dict[str, Any]]:

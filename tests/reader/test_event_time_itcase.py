@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.reader import FieldTimestampAssigner, ReaderConfig, ReaderGroupManager, TimeDomain
 from examples.sensors import LAG_MS, run_sensors
 from tests.conftest import wait_until
+
+pytestmark = pytest.mark.storages("file", "jetstream")
 
 
 def test_on_time_and_early_readings_come_out_in_event_time_order_and_late_ones_are_discarded(

@@ -21,6 +21,8 @@ from connector.reader import (
 from tests.conftest import wait_until
 from tests.reader.conftest import ReadLog, drain, read_some
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 INGESTION = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME)
 
 

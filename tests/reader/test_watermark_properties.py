@@ -14,12 +14,15 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connector.client import EventWriter, JsonSerializer, StreamManager
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from tests.reader.conftest import ReadLog, drain, read_some
+
+pytestmark = pytest.mark.storages("file", "jetstream")
 
 LAG_MS = 3
 _runs = itertools.count()

@@ -20,6 +20,9 @@ import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, embedded_store
 from connector.framing import iter_frames
+from connector.server import StoreServer
+from connector.store.jetstream import JetStreamConfig
+from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import new_stream_in
 
 from . import flaky_sink, scripted_source
@@ -52,10 +55,24 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def store_uri() -> Iterator[str]:
-    """The URI of a real store server shared by the Spark tests."""
+def file_store_uri() -> Iterator[str]:
+    """The URI of a real file store server shared by the Spark tests."""
     with embedded_store() as uri:
         yield uri
+
+
+@pytest.fixture(scope="session")
+def jetstream_store_uri(nats_cluster: LocalCluster) -> Iterator[str]:
+    """The URI of a real JetStream store server, on the shared cluster, for the Spark tests."""
+    config = JetStreamConfig(servers=tuple(nats_cluster.urls), namespace="spark-tests")
+    with StoreServer(config, listen="127.0.0.1:0") as server:
+        yield server.uri
+
+
+@pytest.fixture
+def store_uri(storage: str, request: pytest.FixtureRequest) -> str:
+    """The URI of the shared store server of this test's storage (the file store unless marked)."""
+    return request.getfixturevalue(f"{storage}_store_uri")
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ def spark_watermark_ms(query: Any) -> int:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_sensors_a_and_b_come_out_in_event_time_order_and_c_is_flagged_late(
     spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
 ) -> None:

@@ -130,6 +130,7 @@ def test_an_invalid_write_fails_before_any_task_writes(
     assert flat(stored_events(store_uri, stream)) == []
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_a_retried_task_appends_nothing_twice(
     spark: Any,
     store_uri: str,

@@ -119,6 +119,7 @@ def file_query(spark: Any, store: SyntheticStore, stream: str, base: pathlib.Pat
     )
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_a_restarted_query_continues_from_its_checkpoint_exactly_once(
     spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
 ) -> None:
@@ -246,6 +247,7 @@ def test_a_batch_planned_but_not_committed_is_read_again_with_the_same_events(
 # --- scaling during the query -------------------------------------------------
 
 
+@pytest.mark.storages("file", "jetstream")
 def test_splits_and_merges_during_the_query_lose_nothing_and_keep_each_key_in_order(
     spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
 ) -> None:
