@@ -363,16 +363,18 @@ class DeleteStateResponse(_message.Message):
     def __init__(self, deleted: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...
 
 class PlanReadRequest(_message.Message):
-    __slots__ = ("segment", "offset", "max_events", "max_bytes")
+    __slots__ = ("segment", "offset", "max_events", "max_bytes", "before_time")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TIME_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     max_events: int
     max_bytes: int
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    before_time: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ..., before_time: _Optional[int] = ...) -> None: ...
 
 class PlanReadResponse(_message.Message):
     __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark")

@@ -472,13 +472,20 @@ class StoreClient:
         offset: int,
         max_events: int | None = None,
         max_bytes: int | None = None,
+        before_time: int | None = None,
     ) -> PlannedRead:
         """Where a read from ``offset`` under the budget would stop (None: no limit).
 
-        See :meth:`SegmentStore.plan_read`; the store counts, no event is sent.
+        With ``before_time`` (epoch ms), it stops before the first event
+        ingested at or after it. See :meth:`SegmentStore.plan_read`; the
+        store counts, no event is sent.
         """
         request = _pb.PlanReadRequest(
-            segment=segment, offset=offset, max_events=max_events or 0, max_bytes=max_bytes or 0
+            segment=segment,
+            offset=offset,
+            max_events=max_events or 0,
+            max_bytes=max_bytes or 0,
+            before_time=before_time,
         )
         response = self._invoke(self._stub.PlanRead, request)
         return PlannedRead(

@@ -231,6 +231,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             request.offset,
             request.max_events or None,
             request.max_bytes or None,
+            request.before_time if request.HasField("before_time") else None,
         )
         return _pb.PlanReadResponse(
             segment=plan.segment,

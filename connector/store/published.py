@@ -344,6 +344,11 @@ class PublishedSegment:
             stop, events = self._index.furthest_within(boundary, max_events, limit)
             return stop, events, self._index.boundary_at_or_after(stop + 1)
 
+    def time_bounds(self, time_ms: int) -> tuple[int, int | None]:
+        """Where events ingested at or after ``time_ms`` may begin (``WatermarkIndex``'s)."""
+        with self._changed:
+            return self._index.time_bounds(time_ms)
+
     def remember_boundary(self, offset: int) -> None:
         """Records ``offset`` as an event boundary handed out, keeping the most recent."""
         with self._changed:

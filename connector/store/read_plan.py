@@ -9,6 +9,12 @@ only the partial appends at either end, where no entry falls, have their
 frame headers walked (at most one append each, read in windows of
 :data:`~connector.store.boundaries.STRIDE` bytes). An index restored without
 counts is walked from ``offset``.
+
+A plan may also stop before the first event ingested at or after a time
+(``before_time``): the index says between which two of its entries that
+event lies, and only the frames between them are walked. A plan from a
+segment's first readable offset with ``before_time`` finds where a read by
+time starts (Kafka's offsets by timestamp), exactly.
 """
 
 from __future__ import annotations
@@ -26,29 +32,40 @@ _Read = Callable[[int, int], bytes]
 
 
 def plan_read(
-    segment: PublishedSegment, offset: int, max_events: int | None, max_bytes: int | None
+    segment: PublishedSegment,
+    offset: int,
+    max_events: int | None,
+    max_bytes: int | None,
+    before_time: int | None = None,
 ) -> PlannedRead:
     """Where a read of ``segment`` from the boundary ``offset`` would stop under the budget.
 
     Whole events only, at most ``max_events`` of them (None: no limit) in at
-    most ``max_bytes`` bytes (None: no limit), up to the committed end; at
-    least one event if any is there, so an event larger than ``max_bytes``
-    is planned alone. The caller has checked ``offset`` (a boundary within
-    the segment) and the limits (> 0).
+    most ``max_bytes`` bytes (None: no limit), up to the committed end, and
+    none ingested at or after ``before_time`` (None: no limit); at least one
+    event if any is there and it is before ``before_time``, so an event
+    larger than ``max_bytes`` is planned alone. The caller has checked
+    ``offset`` (a boundary within the segment) and the limits (> 0).
     """
     snapshot = segment.snapshot()
     end = snapshot.committed_end
     limit = end if max_bytes is None else min(end, offset + max_bytes)
-    walk = _Walk(segment.read_bytes, offset)
+    jump_limit = limit  # how far the index may be trusted to jump
+    if before_time is not None:
+        before, after = segment.time_bounds(before_time)
+        if after is not None:
+            limit = min(limit, max(after, offset))
+        jump_limit = min(limit, max(before, offset))
+    walk = _Walk(segment.read_bytes, offset, before_time)
     if offset < end:
         boundary = segment.counted_boundary_at_or_after(offset)
         if boundary is None or boundary > end:  # no counts: walk the whole way
             walk.run(limit, max_events)
         else:
             walk.run(min(boundary, limit), max_events)
-            if walk.position == boundary and walk.position < limit:
+            if walk.position == boundary and walk.position < jump_limit:
                 left = None if max_events is None else max_events - walk.events
-                stop, events, following = segment.furthest_counted(boundary, left, limit)
+                stop, events, following = segment.furthest_counted(boundary, left, jump_limit)
                 if stop > walk.position:
                     walk.jump(stop, events)
                 # The partial append after it: walked to its end at most.
@@ -56,7 +73,10 @@ def plan_read(
                     limit if following is None else min(limit, following),
                     None if max_events is None else max_events - walk.events,
                 )
-        if walk.events == 0:  # one event larger than the budget: planned alone
+            elif walk.position == boundary and walk.position < limit:
+                # The index may not jump past an event at or after before_time: walk.
+                walk.run(limit, None if max_events is None else max_events - walk.events)
+        if walk.events == 0 and not walk.reached_time:  # larger than the budget: alone
             walk.run_one()
     stop = walk.position
     watermark, event_time = segment.watermarks_after(stop)
@@ -79,12 +99,20 @@ def plan_read(
 class _Walk:
     """A walk over frame headers from a boundary, counting events."""
 
-    def __init__(self, read: _Read, start: int):
+    def __init__(self, read: _Read, start: int, before_time: int | None = None):
         self._read = read
         self.position = start
         self.events = 0
         #: The ingestion time of the event just before ``position``, if walked to it.
         self.last_time: int | None = None
+        self._before_time = before_time
+        #: Whether the walk stopped at an event ingested at or after ``before_time``.
+        self.reached_time = False
+
+    def _too_late(self, time_ms: int) -> bool:
+        if self._before_time is not None and time_ms >= self._before_time:
+            self.reached_time = True
+        return self.reached_time
 
     def jump(self, boundary: int, events: int) -> None:
         """Moves to a known boundary ``events`` events on (found in the index)."""
@@ -93,16 +121,23 @@ class _Walk:
         self.last_time = None
 
     def run(self, limit: int, max_events: int | None) -> None:
-        """Walks whole frames ending at or before ``limit``, at most ``max_events`` of them."""
+        """Walks whole frames ending at or before ``limit``, at most ``max_events`` of them.
+
+        Stops at a frame ingested at or after the walk's ``before_time``.
+        """
         unpack = HEADER.unpack_from
         size = HEADER.size
-        while self.position < limit and (max_events is None or max_events > 0):
+        while (
+            self.position < limit
+            and (max_events is None or max_events > 0)
+            and not self.reached_time
+        ):
             window_end = min(limit, self.position + STRIDE)
             window = self._read(self.position, window_end)
             pos, count, last = 0, 0, None
             while len(window) - pos >= size and (max_events is None or count < max_events):
                 length, _, time_ms = unpack(window, pos)
-                if pos + size + length > len(window):
+                if pos + size + length > len(window) or self._too_late(time_ms):
                     break
                 pos += size + length
                 count += 1
@@ -113,7 +148,7 @@ class _Walk:
                 self.last_time = last
                 if max_events is not None:
                     max_events -= count
-            if max_events is not None and max_events <= 0:
+            if (max_events is not None and max_events <= 0) or self.reached_time:
                 return
             if len(window) - pos < size:
                 if window_end == limit:
@@ -121,7 +156,7 @@ class _Walk:
                 continue  # a header cut by the window: the next window starts at it
             # The next frame crosses the window: step over it by its header alone.
             length, _, time_ms = unpack(window, pos)
-            if self.position + size + length > limit:
+            if self.position + size + length > limit or self._too_late(time_ms):
                 return
             self.position += size + length
             self.events += 1
@@ -130,8 +165,10 @@ class _Walk:
                 max_events -= 1
 
     def run_one(self) -> None:
-        """Steps over the one frame at ``position``, whatever its size."""
+        """Steps over the one frame at ``position``, whatever its size (unless it is too late)."""
         length, _, time_ms = HEADER.unpack(self._read(self.position, self.position + HEADER.size))
+        if self._too_late(time_ms):
+            return
         self.position += HEADER.size + length
         self.events += 1
         self.last_time = time_ms

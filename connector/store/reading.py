@@ -111,12 +111,16 @@ class TailReaders:
 
 
 def plan(
-    target: PublishedSegment, offset: int, max_events: int | None, max_bytes: int | None
+    target: PublishedSegment,
+    offset: int,
+    max_events: int | None,
+    max_bytes: int | None,
+    before_time: int | None = None,
 ) -> PlannedRead:
     """Where a read of ``target`` from ``offset`` under a budget would stop (see ``plan_read``)."""
-    check_plan_limits(max_events, max_bytes)
+    check_plan_limits(max_events, max_bytes, before_time)
     check_offset(target.name, offset, target.snapshot().committed_end)
     target.check_readable(offset)
-    planned = plan_read(target, offset, max_events, max_bytes)
+    planned = plan_read(target, offset, max_events, max_bytes, before_time)
     target.remember_boundary(planned.next_offset)  # where the planner reads or plans next
     return planned

@@ -193,12 +193,17 @@ def check_max_bytes(max_bytes: int) -> None:
         raise InvalidArgumentError(msg)
 
 
-def check_plan_limits(max_events: int | None, max_bytes: int | None) -> None:
-    """Refuses a read plan's limit that is given and not positive."""
+def check_plan_limits(
+    max_events: int | None, max_bytes: int | None, before_time: int | None = None
+) -> None:
+    """Refuses a read plan's limit that is given and not positive, or a negative time."""
     for name, limit in (("max_events", max_events), ("max_bytes", max_bytes)):
         if limit is not None and limit <= 0:
             msg = f"{name} must be > 0 or None, got {limit!r}"
             raise InvalidArgumentError(msg)
+    if before_time is not None and before_time < 0:
+        msg = f"before_time must be epoch milliseconds >= 0 or None, got {before_time!r}"
+        raise InvalidArgumentError(msg)
 
 
 def check_offset(segment: str, offset: int, end: int) -> None:

@@ -175,8 +175,14 @@ class Storage(Protocol):
         offset: int,
         max_events: int | None = None,
         max_bytes: int | None = None,
+        before_time: int | None = None,
     ) -> PlannedRead:
-        """Where a read from ``offset`` under a budget would stop, without the data."""
+        """Where a read from ``offset`` under a budget would stop, without the data.
+
+        With ``before_time``, it stops before the first event ingested at or
+        after that time (epoch ms): from a segment's first readable offset,
+        where a read by time starts (see :mod:`connector.store.read_plan`).
+        """
         ...
 
     def segment_info(self, segment: str) -> SegmentInfo:

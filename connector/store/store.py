@@ -565,11 +565,13 @@ class SegmentStore:
         offset: int,
         max_events: int | None = None,
         max_bytes: int | None = None,
+        before_time: int | None = None,
     ) -> PlannedRead:
         """Where a read from ``offset`` under a budget would stop, without the data.
 
-        At most ``max_events`` events in ``max_bytes`` bytes (None: no limit);
-        see :mod:`connector.store.read_plan`.
+        At most ``max_events`` events in ``max_bytes`` bytes (None: no limit),
+        none ingested at or after ``before_time`` (None: no limit); see
+        :mod:`connector.store.read_plan`.
 
         Raises:
             TruncatedError: the stream was truncated past ``offset`` (the
@@ -580,7 +582,7 @@ class SegmentStore:
         """
         target = self._catalog.segment_named(segment)
         try:
-            return plan(target, offset, max_events, max_bytes)
+            return plan(target, offset, max_events, max_bytes, before_time)
         except OSError as error:
             _log.warning("a read plan of %s failed: %s", segment, error)
             raise domain_error(error, "the read plan", "served") from None

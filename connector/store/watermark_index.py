@@ -101,6 +101,26 @@ class WatermarkIndex:
         last = max(last, first)
         return self._offsets[last] + 1, counts[last] - counts[first]
 
+    def time_bounds(self, time_ms: int) -> tuple[int, int | None]:
+        """Where events ingested at or after ``time_ms`` may begin: ``(before, after)`` boundaries.
+
+        Every event before boundary ``before`` was ingested before
+        ``time_ms``; every event from boundary ``after`` on at or after it
+        (None: no entry says so yet, the tail may hold earlier ones). The
+        first event at or after ``time_ms`` lies between them: at most one
+        entry's worth of events to walk. A binary search.
+
+        Why: an entry ``(o, w)`` promises that the events after ``o`` were
+        ingested after ``w``, and is recorded by an operation at time
+        ``w + 1`` (an append, a tick, a seal), so the events up to ``o``
+        were ingested at ``w + 1`` or before.
+        """
+        first_not_before = bisect_left(self._watermarks, time_ms - 1)
+        before = self._offsets[first_not_before - 1] + 1 if first_not_before else 0
+        if first_not_before == len(self._offsets):
+            return before, None
+        return before, self._offsets[first_not_before] + 1
+
     @property
     def counts_known(self) -> bool:
         """Whether the index knows its event counts (see the module docstring)."""

@@ -824,11 +824,12 @@ class JetStreamStore:
         offset: int,
         max_events: int | None = None,
         max_bytes: int | None = None,
+        before_time: int | None = None,
     ) -> PlannedRead:
         """Where a read from ``offset`` under a budget would stop, without the data."""
         follower, target = self._segment(segment)
         self._at_offset(follower, target, offset)
-        return plan(target, offset, max_events, max_bytes)
+        return plan(target, offset, max_events, max_bytes, before_time)
 
     def segment_info(self, segment: str) -> SegmentInfo:
         """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark, now.
