@@ -14,6 +14,7 @@ values pickle to Spark's workers.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import json
 import re
@@ -36,6 +37,7 @@ __all__ = [
     "for_stream",
     "parse_interval_ms",
     "parse_stream_cut",
+    "parse_timestamp_ms",
     "read_spec",
 ]
 
@@ -54,6 +56,8 @@ _SOURCE_OPTIONS = (
     "timestampAssigner",
     "startingStreamCut",
     "endingStreamCut",
+    "startingTimestamp",
+    "endingTimestamp",
     "maxEventsPerTrigger",
     "maxBytesPerTrigger",
     "deserializer",
@@ -124,6 +128,36 @@ def parse_interval_ms(text: str, option: str = "interval") -> int:
 
 
 # --- stream cuts --------------------------------------------------------------
+
+
+def parse_timestamp_ms(text: str, option: str) -> int:
+    """Epoch milliseconds of ``text``: a whole number of them, or an ISO 8601 time with a zone.
+
+    ``1763158400123``, ``2025-11-14T22:13:20.123Z``, ``2025-11-14 23:13:20+01:00``.
+
+    Raises:
+        InvalidArgumentError: naming ``option`` and ``text``: neither form, no zone, or
+            before 1970.
+    """
+    stripped = text.strip() if isinstance(text, str) else ""
+    if stripped.isdigit():
+        return int(stripped)
+    try:
+        moment = datetime.datetime.fromisoformat(stripped)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        msg = (
+            f"option {option!r} is {text!r}: expected epoch milliseconds such as "
+            "'1763158400123' or an ISO 8601 time with its zone such as "
+            "'2025-11-14T22:13:20.123Z'"
+        )
+        raise InvalidArgumentError(msg)
+    millis = round(moment.timestamp() * 1000)
+    if millis < 0:
+        msg = f"option {option!r} is {text!r}, which is before 1970"
+        raise InvalidArgumentError(msg)
+    return millis
 
 
 def parse_stream_cut(text: str, option: str, streams: tuple[StreamId, ...]) -> StreamCut:
@@ -274,6 +308,7 @@ _FIELD_OF_OPTION = {
     label.removeprefix("option '").removesuffix("'"): field
     for field, label in SOURCE_LABELS.items()
 }
+_FIELD_OF_OPTION.update(startingTimestamp="start", endingTimestamp="end")
 #: :data:`SOURCE_LABELS` as the core takes them (for errors that show no value).
 SOURCE_NAMES = OptionNames.of(SOURCE_LABELS)
 
@@ -288,16 +323,17 @@ def read_spec(options: Mapping[str, str]) -> ReadSpec:
         InvalidArgumentError: naming the option and its bad value.
     """
     found = _lookup(options, _SOURCE_OPTIONS)
-    names = OptionNames.of(
-        SOURCE_LABELS,
-        {_FIELD_OF_OPTION[o]: text for o, text in found.items() if o in _FIELD_OF_OPTION},
-    )
+    labels = dict(SOURCE_LABELS)
+    given = {_FIELD_OF_OPTION[o]: text for o, text in found.items() if o in _FIELD_OF_OPTION}
+    for field, by_time in (("start", "startingTimestamp"), ("end", "endingTimestamp")):
+        if by_time in found:
+            labels[field] = f"option {by_time!r}"
+            given[field] = found[by_time]
+    names = OptionNames.of(labels, given)
     streams = _streams(found)
     lag_text = found.get("maxEventTimeLag")
-    starting = found.get("startingStreamCut", "earliest")
-    start = parse_stream_cut(starting, "startingStreamCut", streams)
-    ending = found.get("endingStreamCut")
-    end = None if ending is None else parse_stream_cut(ending, "endingStreamCut", streams)
+    start = _cut(found, "startingStreamCut", "startingTimestamp", streams) or StreamCut.earliest()
+    end = _cut(found, "endingStreamCut", "endingTimestamp", streams)
     return ReadSpec.build(
         names=names,
         uri=found.get("uri"),
@@ -315,6 +351,23 @@ def read_spec(options: Mapping[str, str]) -> ReadSpec:
             _positive_int(found, "maxBytesPerTrigger"),
         ),
     )
+
+
+def _cut(
+    found: dict[str, str], by_cut: str, by_time: str, streams: tuple[StreamId, ...]
+) -> StreamCut | None:
+    """The cut option ``by_cut`` or the time option ``by_time``, None without either."""
+    if by_cut in found and by_time in found:
+        msg = (
+            f"options {by_cut!r} ({found[by_cut]!r}) and {by_time!r} ({found[by_time]!r}) "
+            "exclude each other: give one"
+        )
+        raise InvalidArgumentError(msg)
+    if by_time in found:
+        return StreamCut.at_time(parse_timestamp_ms(found[by_time], by_time))
+    if by_cut in found:
+        return parse_stream_cut(found[by_cut], by_cut, streams)
+    return None
 
 
 def for_batch(spec: ReadSpec) -> ReadSpec:

@@ -525,3 +525,66 @@ def test_an_end_clipped_to_a_target_stops_there_while_idle_ticks_raise_the_water
     server.store.advance_idle_segments()  # only the watermarks move
     assert plans.tail(reached).watermark > target.watermark
     assert plans.next(reached, until=target) == reached
+
+
+def _timed_events(client: StoreClient, ranges: list[SegmentRange]) -> list[tuple[str, int, int]]:
+    """``(key, n, ingestion time)`` of each event in ``ranges``."""
+    serializer = JsonSerializer()
+    found = []
+    for segment_range in ranges:
+        for result in read_range(client, segment_range):
+            for frame in iter_frames(result.data, result.offset):
+                event = serializer.deserialize(frame.payload)
+                found.append((event["key"], event["n"], frame.ingestion_time))
+    return found
+
+
+def test_a_read_by_time_starts_and_ends_exactly_at_the_ingestion_time_across_a_split(
+    store: tuple[Any, StoreClient], clock: ManualClock
+) -> None:
+    """Start at ``t``: every event ingested at ``t`` or later, none before; end at ``t``: the rest.
+
+    Over a stream whose segment 0 was split between two rounds of writes
+    (so the cut lies in the predecessor, in a successor, or between them),
+    and with idle ticks between writes; at every event's time and beside it.
+    """
+    server, client = store
+    stream = new_stream_in(client, 2, scope="plan")
+    keys = ["a", "b", "c", "d", "e", "f"]
+    write(client, stream, clock, keys, rounds=3)
+    clock.advance(50)
+    scope, name = stream.split("/")
+    StreamManager(client).split_segment(scope, name, 0)
+    clock.advance(50)
+    server.store.advance_idle_segments()
+    write(client, stream, clock, keys, rounds=3)
+    everything = _timed_events(
+        client,
+        ranges_between(
+            start_frontier(client, stream, "earliest", 0),
+            advance_to_tail(client, stream, start_frontier(client, stream, "earliest", 0), 0),
+        ),
+    )
+    assert len(everything) == 36
+    times = sorted({t for _, _, t in everything})
+    for time_ms in [times[0] - 1, *times, times[3] + 1, times[-1] + 1, clock.now_ms() + 10]:
+        after = planner(client, stream, 0, StreamCut.at_time(time_ms))
+        begin = after.start()
+        read_after = _timed_events(client, ranges_between(begin, after.tail(begin)))
+        assert sorted(read_after) == sorted(e for e in everything if e[2] >= time_ms), time_ms
+        assert begin.watermark is not None
+        assert all(e[2] > begin.watermark for e in read_after)  # the watermark holds
+
+        before = planner(client, stream, 0, "earliest", StreamCut.at_time(time_ms))
+        first = before.start()
+        read_before = _timed_events(client, ranges_between(first, before.end(first)))
+        assert sorted(read_before) == sorted(e for e in everything if e[2] < time_ms), time_ms
+        tasks = before.tasks(first, before.end(first))
+        for key in keys:  # each key's events in order, successors after predecessors
+            in_order = [
+                t
+                for task in tasks
+                for k, _, t in _timed_events(client, list(task.ranges))
+                if k == key
+            ]
+            assert in_order == sorted(in_order)

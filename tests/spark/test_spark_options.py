@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -198,3 +199,42 @@ def test_sink_options_default_to_the_read_schema_columns() -> None:
 def test_each_invalid_sink_option_is_named(options: dict[str, str], option: str) -> None:
     with pytest.raises(InvalidArgumentError, match=repr(option)):
         SinkOptions.parse({"uri": URI, "stream": "iot/out", **options})
+
+
+@pytest.mark.parametrize(
+    ("given", "millis"),
+    [
+        ("1763158400123", 1_763_158_400_123),
+        ("2025-11-14T22:13:20.123Z", 1_763_158_400_123),
+        ("2025-11-14 23:13:20.123+01:00", 1_763_158_400_123),
+    ],
+)
+def test_a_start_by_time_takes_epoch_milliseconds_or_iso_8601_with_a_zone(
+    given: str, millis: int
+) -> None:
+    spec = read_spec({"uri": "tidemark://h:1", "stream": "a/b", "startingTimestamp": given})
+    assert spec.start == StreamCut.at_time(millis)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"startingTimestamp": "2025-11-14T22:13:20"}, "option 'startingTimestamp' is"),
+        ({"endingTimestamp": "yesterday"}, "option 'endingTimestamp' is 'yesterday'"),
+        (
+            {"endingTimestamp": "5", "endingStreamCut": "latest"},
+            "options 'endingStreamCut' ('latest') and 'endingTimestamp' ('5') exclude each other",
+        ),
+    ],
+)
+def test_a_bad_time_or_a_time_beside_a_cut_is_named(options: dict[str, str], expected: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(expected)):
+        read_spec({"uri": "tidemark://h:1", "stream": "a/b", **options})
+
+
+def test_an_end_by_time_is_for_batch_reads_only() -> None:
+    spec = read_spec({"uri": "tidemark://h:1", "stream": "a/b", "endingTimestamp": "5"})
+    with pytest.raises(
+        InvalidArgumentError, match="option 'endingTimestamp' .'5'. applies to batch"
+    ):
+        for_stream(spec)

@@ -2,43 +2,46 @@
 
 One :class:`StreamCut` names both ends of a read (the Pravega connector's
 ``StreamCut``, PyFlink's ``OffsetsInitializer``): the streams' first
-readable data, their tails, or explicit offsets. :func:`start_state`
-resolves a start cut against the store into the group state a read begins
-with.
+readable data, their tails, explicit offsets, or a time (Kafka's offsets by
+timestamp). :func:`start_state` resolves a start cut against the store into
+the group state a read begins with, :func:`state_at_time` a time into the
+state of every segment there.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.model import SegmentDescription, StreamDescription, initial_watermark
+from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
 from connector.names import SegmentId, StreamId
 from connector.reader.group_state import GroupState, Successor, advance, finish
 from connector.reader.lineage import ancestors, describe_streams
 
-__all__ = ["StreamCut", "by_name", "start_state"]
+__all__ = ["StreamCut", "TimeState", "by_name", "start_state", "state_at_time"]
 
 
 @dataclass(frozen=True)
 class StreamCut:
-    """A position in streams: their first readable data, their tails, or explicit offsets.
+    """A position in streams: their first readable data, their tails, explicit offsets, a time.
 
-    Build one with :meth:`earliest`, :meth:`latest` or :meth:`offsets` (the
-    style of PyFlink's ``KafkaOffsetsInitializer``); :meth:`of` also takes
-    the words ``"earliest"``/``"head"``, ``"latest"``/``"tail"`` and a cut
-    mapping. The same cut serves as a read's start and as a bounded read's
-    end. ``kind`` is ``"earliest"``, ``"latest"`` or ``"offsets"``; for
-    ``"offsets"``, ``cut`` holds ``(segment, byte offset)`` pairs sorted by
-    segment name.
+    Build one with :meth:`earliest`, :meth:`latest`, :meth:`offsets` or
+    :meth:`at_time` (the style of PyFlink's ``KafkaOffsetsInitializer``);
+    :meth:`of` also takes the words ``"earliest"``/``"head"``,
+    ``"latest"``/``"tail"`` and a cut mapping. The same cut serves as a
+    read's start and as a bounded read's end. ``kind`` is ``"earliest"``,
+    ``"latest"``, ``"offsets"`` or ``"time"``; for ``"offsets"``, ``cut``
+    holds ``(segment, byte offset)`` pairs sorted by segment name; for
+    ``"time"``, ``time_ms`` holds the time.
     """
 
-    kind: Literal["earliest", "latest", "offsets"]
+    kind: Literal["earliest", "latest", "offsets", "time"]
     cut: tuple[tuple[str, int], ...] = ()
+    time_ms: int | None = None
 
     @classmethod
     def earliest(cls) -> StreamCut:
@@ -71,6 +74,26 @@ class StreamCut:
         return cls("offsets", tuple(sorted(pairs)))
 
     @classmethod
+    def at_time(cls, time_ms: int) -> StreamCut:
+        """Each segment at its first event ingested at ``time_ms`` (epoch ms) or later.
+
+        Kafka's ``startingOffsetsByTimestamp`` for every segment at once, and
+        exact, since the store's watermark index maps ingestion time to
+        offsets: a read starting here reads every event ingested at or after
+        ``time_ms`` and none before; a read ending here every event ingested
+        before it. Segments sealed before ``time_ms`` lie wholly before it,
+        segments created after it wholly after; lineage is kept (a successor
+        after its predecessors). A time after the tails: the tails.
+
+        Raises:
+            InvalidArgumentError: ``time_ms`` is not an integer >= 0.
+        """
+        if isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0:
+            msg = f"a stream cut's time must be epoch milliseconds >= 0, got {time_ms!r}"
+            raise InvalidArgumentError(msg)
+        return cls("time", time_ms=time_ms)
+
+    @classmethod
     def of(cls, value: StreamCut | str | Mapping[str, int]) -> StreamCut:
         """``value`` as a stream cut: one already, a word, or a cut mapping.
 
@@ -100,12 +123,19 @@ class StreamCut:
         return dict(self.cut)
 
     def to_json(self) -> str:
-        """``"earliest"``, ``"latest"`` or the cut's JSON, ``{"scope/stream/N": offset}``."""
+        """The cut as text: ``"earliest"``, ``"latest"``, or JSON.
+
+        ``{"scope/stream/N": offset}`` for offsets, ``{"time": epoch ms}`` for a time.
+        """
+        if self.kind == "time":
+            return json.dumps({"time": self.time_ms})
         return json.dumps(self.as_dict(), sort_keys=True) if self.cut else self.kind
 
     def __repr__(self) -> str:
         if self.kind == "offsets":
             return f"StreamCut.offsets({self.as_dict()!r})"
+        if self.kind == "time":
+            return f"StreamCut.at_time({self.time_ms!r})"
         return f"StreamCut.{self.kind}()"
 
 
@@ -124,7 +154,9 @@ def start_state(
     - :meth:`StreamCut.latest`: the open segments at their tails, with the
       store's watermark there; the sealed ones count as finished;
     - :meth:`StreamCut.offsets`: the cut's segments at its offsets; their
-      ancestors count as finished.
+      ancestors count as finished;
+    - :meth:`StreamCut.at_time`: each segment at its first event ingested
+      at that time or later (:func:`state_at_time`).
 
     Watermarks elsewhere are the segments' initial ones (creation time - 1).
     Finished segments before the start are never read.
@@ -137,7 +169,7 @@ def start_state(
     descriptions = describe_streams(client, streams)
     segments = by_name(descriptions)
     bounded_to = None if end is None else _reachable(segments, names, end)
-    if position.kind == "earliest":
+    if position.kind in ("earliest", "time"):
         cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
         before: set[str] = set()
         watermarks = {name: initial_watermark(segments[name].creation_time) for name in cut}
@@ -158,7 +190,40 @@ def start_state(
     state = replace(state, finished=frozenset(before))
     if position.kind == "earliest":
         state = _at_first_readable_offsets(client, state, segments)
+    elif position.kind == "time":
+        assert position.time_ms is not None
+        state = _at_time(client, state, segments, position.time_ms).state
     return state
+
+
+class TimeState(NamedTuple):
+    """Every segment of streams at a time: see :func:`state_at_time`.
+
+    ``ends``: the final offsets of the segments that lie wholly before the
+    time (finished in ``state``).
+    """
+
+    state: GroupState
+    ends: dict[str, int]
+
+
+def state_at_time(
+    client: StoreClient, streams: Sequence[str | StreamId], time_ms: int
+) -> TimeState:
+    """Where each segment of ``streams`` has its first event ingested at ``time_ms`` or later.
+
+    Each readable segment's cursor is there, with a watermark the store
+    vouches for (``time_ms - 1`` where such an event follows); the segments
+    whose every event was ingested before ``time_ms`` (sealed, or truncated
+    away) are finished, with their ends, and their successors looked at in
+    turn; successors created later start at offset 0. The store finds each
+    offset from its watermark index (``plan_read`` with ``before_time``).
+    """
+    descriptions = describe_streams(client, streams)
+    segments = by_name(descriptions)
+    cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
+    watermarks = {name: initial_watermark(segments[name].creation_time) for name in cut}
+    return _at_time(client, GroupState.starting_at(cut, watermarks), segments, time_ms)
 
 
 def by_name(descriptions: Iterable[StreamDescription]) -> dict[str, SegmentDescription]:
@@ -186,13 +251,64 @@ def _at_first_readable_offsets(
     segment whose data it took whole is finished, and its successors are
     looked at next.
     """
+
+    def first_readable(segment: str, info: SegmentInfo, offset: int) -> _Place:
+        if info.sealed and info.first_offset >= info.write_offset > 0:
+            return _Place(info.write_offset, None, finished=True)
+        return _Place(max(info.first_offset, offset), None)
+
+    return _along_lineage(client, state, segments, first_readable).state
+
+
+def _at_time(
+    client: StoreClient,
+    state: GroupState,
+    segments: Mapping[str, SegmentDescription],
+    time_ms: int,
+) -> TimeState:
+    """``state`` with each readable segment at its first event ingested at ``time_ms`` or later."""
+
+    def first_at_time(segment: str, info: SegmentInfo, offset: int) -> _Place:
+        planned = client.plan_read(segment, max(info.first_offset, offset), before_time=time_ms)
+        if planned.end_of_segment:
+            return _Place(planned.next_offset, None, finished=True)
+        # An event ingested at time_ms or later follows: no later one is at or before time - 1.
+        watermark = planned.watermark if planned.at_tail else max(planned.watermark, time_ms - 1)
+        return _Place(planned.next_offset, watermark)
+
+    return _along_lineage(client, state, segments, first_at_time)
+
+
+class _Place(NamedTuple):
+    """Where a segment's cursor goes: an offset, a watermark there (None: keep), or finished."""
+
+    offset: int
+    watermark: int | None
+    finished: bool = False
+
+
+def _along_lineage(
+    client: StoreClient,
+    state: GroupState,
+    segments: Mapping[str, SegmentDescription],
+    place: Callable[[str, SegmentInfo, int], _Place],
+) -> TimeState:
+    """``state`` with each readable segment where ``place`` puts it, successors in turn.
+
+    A segment ``place`` finishes brings in its successors (once all their
+    predecessors are finished), which are placed next. Returns the state
+    and the ends of the segments finished.
+    """
     segments = dict(segments)
+    ends: dict[str, int] = {}
     looked_at: set[str] = set()
     while todo := sorted(set(state.cursors) - looked_at):
         for segment in todo:
             looked_at.add(segment)
             info = client.segment_info(segment)
-            if info.sealed and info.first_offset >= info.write_offset > 0:
+            cursor = state.cursors[segment]
+            where = place(segment, info, cursor.offset)
+            if where.finished:
                 if not segments[segment].sealed:  # sealed since described: its successors are new
                     stream = SegmentId.parse(segment).stream_id
                     segments.update(by_name(describe_streams(client, [stream])))
@@ -200,7 +316,11 @@ def _at_first_readable_offsets(
                     Successor(d.segment, d.predecessors, d.creation_time)
                     for d in map(segments.__getitem__, segments[segment].successors)
                 ]
+                ends[segment] = where.offset
                 state = finish(state, segment, successors)
-            elif info.first_offset > state.cursors[segment].offset:
-                state = advance(state, segment, info.first_offset, state.cursors[segment].watermark)
-    return state
+            elif where.offset > cursor.offset or (
+                where.watermark is not None and where.watermark > cursor.watermark
+            ):
+                watermark = cursor.watermark if where.watermark is None else where.watermark
+                state = advance(state, segment, where.offset, watermark)
+    return TimeState(state, ends)

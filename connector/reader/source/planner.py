@@ -24,7 +24,7 @@ from connector.model import initial_watermark
 from connector.reader.group_state import GroupState
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
 from connector.reader.source.budget import advance_within
-from connector.reader.source.cuts import StreamCut, by_name, start_state
+from connector.reader.source.cuts import StreamCut, by_name, start_state, state_at_time
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget
 from connector.reader.source.ranges import SegmentRange, chains_of, ranges_between, split_range
@@ -129,6 +129,8 @@ class SourcePlanner:
         """Where a bounded read from ``start`` ends: its end cut, by default the tail now.
 
         At an explicit cut: the cut's segments there, their ancestors read whole.
+        At a time: before each segment's first event ingested then or later,
+        the segments wholly before it read whole.
 
         Raises:
             InvalidArgumentError: the cut names a segment the streams do not
@@ -137,6 +139,10 @@ class SourcePlanner:
         cut = self.spec.end
         if cut is None or cut.is_latest:
             return self.tail(start)
+        if cut.kind == "time":
+            assert cut.time_ms is not None
+            at = state_at_time(self.client, self.spec.stream_names, cut.time_ms)
+            return Frontier(at.state, at.ends, self.spec.time.advanced(at.state, None))
         return self.spec.names.checked("end", lambda: self._at_cut(cut))
 
     def _at_cut(self, cut: StreamCut) -> Frontier:
