@@ -24,7 +24,7 @@ from typing import Any
 
 from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError
-from connector.names import SegmentId, StreamId
+from connector.names import SegmentId, StreamId, validate_name
 from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
 from connector.reader.source.spec import store_uri
 from connector.security.credentials import ClientCredentials
@@ -39,6 +39,7 @@ __all__ = [
     "parse_stream_cut",
     "parse_timestamp_ms",
     "read_spec",
+    "reader_group",
 ]
 
 #: The values the ``deserializer`` option takes: the client's serializer names.
@@ -61,6 +62,7 @@ _SOURCE_OPTIONS = (
     "maxEventsPerTrigger",
     "maxBytesPerTrigger",
     "deserializer",
+    "readerGroup",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId")
 
@@ -368,6 +370,24 @@ def _cut(
     if by_cut in found:
         return parse_stream_cut(found[by_cut], by_cut, streams)
     return None
+
+
+def reader_group(options: Mapping[str, str]) -> tuple[str, str] | None:
+    """``readerGroup`` as ``(scope, group)``: the group in the scope of the first stream read.
+
+    Raises:
+        InvalidArgumentError: a name a reader group cannot have, naming the option.
+    """
+    found = _lookup(options, _SOURCE_OPTIONS)
+    name = found.get("readerGroup")
+    if name is None:
+        return None
+    try:
+        validate_name("reader group", name)
+    except InvalidArgumentError as error:
+        msg = f"option 'readerGroup': {error}"
+        raise InvalidArgumentError(msg) from None
+    return _streams(found)[0].scope, name
 
 
 def for_batch(spec: ReadSpec) -> ReadSpec:

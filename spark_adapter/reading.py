@@ -1,7 +1,16 @@
 """The readers of the ``tidemark`` format: streaming micro-batches and bounded batch reads.
 
 The driver plans with the reader core (:class:`~connector.reader.source.SourcePlanner`):
-offsets are its frontiers, partitions its read tasks. Each task reads its
+offsets are its frontiers, partitions its read tasks. Each offset Spark
+shows (a batch's ``startOffset`` and ``endOffset``, the ``latestOffset`` of
+its progress) leads with ``streams``: per stream, how many events
+(``eventsBehindTail``) and how much ingestion time (``msBehindTail``) lie
+between where the query has planned to and the streams' tails, counted by
+the rule of the store's reader-group lag
+(:func:`connector.reader.lag.state_lag`); the frontier follows, and is all
+a restart reads back. With ``readerGroup`` the driver also publishes each
+position the query has processed as that reader group, so the store's
+metrics show the query's lag. Each task reads its
 ranges with :func:`~connector.reader.source.read_columns` and returns the
 columns as Arrow record batches. In the ingestion-time domain every row
 carries the watermark as of the end of its micro-batch, and a batch whose
@@ -11,6 +20,7 @@ watermark advances on idle streams too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,6 +31,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from connector.errors import TidemarkError
+from connector.reader.group import ReaderGroupManager
+from connector.reader.lag import state_lag
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -36,6 +49,7 @@ from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 __all__ = ["TidemarkBatchReader", "TidemarkPartition", "TidemarkStreamReader", "arrow_batches"]
 
 _ROWS_PER_BATCH = 8192
+_log = logging.getLogger(__name__)
 
 
 class TidemarkPartition(InputPartition):
@@ -114,15 +128,19 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     earlier versions, whose parts were JSON strings, are still read.
     """
 
-    def __init__(self, spec: ReadSpec, schema: StructType):
+    def __init__(
+        self, spec: ReadSpec, schema: StructType, reader_group: tuple[str, str] | None = None
+    ):
         super().__init__(spec, schema)
+        self._reader_group = reader_group
         self._start: Frontier | None = None
         self._target: Frontier | None = None
-        self._last_begin: Frontier | None = None
+        self._last_end: Frontier | None = None
+        self._published: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(_start=None, _target=None, _last_begin=None)
+        state.update(_start=None, _target=None, _last_end=None, _published=None)
         return state
 
     def _initial(self) -> Frontier:
@@ -131,9 +149,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
             self._start = self._plans.start()
         return self._start
 
+    def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
+        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails."""
+        lag = state_lag((planned_to or frontier).state, self._plans.client.plan_read)
+        streams = {
+            name: {"eventsBehindTail": behind.events, "msBehindTail": behind.lag_ms}
+            for name, behind in lag.by_stream(self._spec.stream_names).items()
+        }
+        return {"streams": streams, **frontier.to_dict()}
+
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Where a new query starts: ``startingStreamCut``."""
-        return self._initial().to_dict()
+        return self._offset(self._initial())
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's name)
         """``maxEventsPerTrigger`` or ``maxBytesPerTrigger`` as Spark's read limit."""
@@ -153,14 +180,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         hold more than the limit: what the limit left before the target).
         """
         begin = Frontier.from_dict(start)
-        self._last_begin = begin
+        self._publish(begin)
         end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
-        return start if end == begin else end.to_dict()
+        self._last_end = end
+        return start if end == begin else self._offset(end)
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
-        """Every open segment's tail now, for Spark's progress (``latestOffset`` per source)."""
-        begin = self._last_begin if self._last_begin is not None else self._initial()
-        return self._plans.tail(begin).to_dict()
+        """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).
+
+        Its ``streams`` say how far the last batch planned is behind these tails.
+        """
+        planned = self._last_end if self._last_end is not None else self._initial()
+        return self._offset(self._plans.tail(planned), planned)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""
@@ -168,6 +199,39 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: positions live in Spark's checkpoint."""
+
+    def _publish(self, processed: Frontier) -> None:
+        """With ``readerGroup``: ``processed`` as the group's position in the store.
+
+        Called from ``latestOffset``, whose ``start`` Spark has processed
+        whole (it plans a batch only after the one before committed, and
+        runs an uncommitted one again without asking), at every trigger:
+        so the position shows as soon as the next trigger, also when no
+        batch follows (Spark's own ``commit`` comes only with the next
+        batch). The store is written only when the position moved. A failed
+        publication is logged once per cause, never raised: it is for
+        monitoring, and the next trigger publishes again.
+        """
+        if self._reader_group is None:
+            return
+        scope, group = self._reader_group
+        try:
+            manager = ReaderGroupManager(self._plans.client)
+            state = processed.state
+            if not manager.publish_position(scope, group, self._spec.stream_names, state):
+                cause = "it has readers of its own"
+            else:
+                cause = None
+        except TidemarkError as error:
+            cause = f"{type(error).__name__}: {error}"
+        if cause is not None and cause != self._published:
+            _log.warning(
+                "option 'readerGroup': the query's position is not published as %s/%s: %s",
+                scope,
+                group,
+                cause,
+            )
+        self._published = cause
 
     def stop(self) -> None:
         """Closes the driver's connection; stopping twice is harmless."""

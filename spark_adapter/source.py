@@ -25,8 +25,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from connector.errors import InvalidArgumentError
 from connector.reader.source import probe_store
-from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec
+from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec, reader_group
 from spark_adapter.reading import TidemarkBatchReader, TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.sink import TidemarkBatchWriter, TidemarkStreamWriter
@@ -62,11 +63,20 @@ class TidemarkDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader from ``startingStreamCut`` to ``endingStreamCut`` (or ``latest``)."""
-        return TidemarkBatchReader(for_batch(read_spec(self.options)), schema)
+        spec = for_batch(read_spec(self.options))
+        group = reader_group(self.options)
+        if group is not None:
+            msg = (
+                f"option 'readerGroup' ({group[1]!r}) applies to streaming reads only: "
+                "a batch read commits no position"
+            )
+            raise InvalidArgumentError(msg)
+        return TidemarkBatchReader(spec, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
-        """An unbounded reader from ``startingStreamCut``."""
-        return TidemarkStreamReader(for_stream(read_spec(self.options)), schema)
+        """An unbounded reader from ``startingStreamCut``; ``readerGroup`` publishes positions."""
+        spec = for_stream(read_spec(self.options))
+        return TidemarkStreamReader(spec, schema, reader_group(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A batch writer; refuses ``overwrite`` (a stream only grows)."""

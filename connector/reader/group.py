@@ -24,7 +24,7 @@ from connector.errors import (
 )
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
-from connector.reader.group_state import group_watermark
+from connector.reader.group_state import GroupState, group_watermark
 from connector.reader.membership import (
     GroupRecord,
     ReaderGroupResetError,
@@ -112,6 +112,48 @@ class ReaderGroupManager:
             deleted, _ = self._client.delete_state(key, current.revision)
             if deleted:
                 return
+        msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
+        raise FailedPreconditionError(msg)
+
+    def publish_position(
+        self, scope: str, group: str, streams: Sequence[str], state: GroupState
+    ) -> bool:
+        """Stores ``state`` as the position of group ``scope/group``, which no reader joins.
+
+        For a host that keeps its position itself (a Spark query in its
+        checkpoint): published after each batch, its lag and watermark show
+        where a reader group's do, in ``tidemarkctl readergroup describe``,
+        ``tidemarkctl watermarks --group`` and the store's metrics
+        (``tidemark_reader_group_lag_events``...), counted by the same rule
+        (:func:`connector.reader.lag.group_lag`). The group is created on the
+        first call; each call replaces the position. Returns whether it was
+        written (False: a group of that name has readers, and is left alone).
+        Needs ``read`` on ``scope``, like any reader group.
+
+        Raises:
+            InvalidArgumentError: a bad name.
+            FailedPreconditionError: too many concurrent updates in a row.
+        """
+        validate_name("scope", scope)
+        validate_name("reader group", group)
+        key = _state_key(scope, group)
+        names = tuple(str(StreamId.parse(s)) for s in streams)
+        for _ in range(_CAS_ATTEMPTS):
+            current = self._client.get_state(key)
+            generation = 1
+            if current.revision:
+                known = GroupRecord.from_json(current.value)
+                if known.leases or known.assignments:
+                    return False
+                if known.state == state and known.streams == names:
+                    return True
+                generation = known.generation
+            record = GroupRecord(names, generation, state)
+            written, _ = self._client.compare_and_set_state(
+                key, current.revision, record.to_json()
+            )
+            if written:
+                return True
         msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
         raise FailedPreconditionError(msg)
 

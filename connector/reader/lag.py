@@ -5,18 +5,24 @@ LOG-END-OFFSET, LAG), per segment of a group: where the group reads next,
 the segment's tail, the events between them, and how much ingestion time
 they span. The store counts the events (:meth:`StoreClient.plan_read`, or the
 store's own ``plan_read`` on the server), so no event is read.
+
+:func:`state_lag` is the same for any group state: a host that keeps its
+own (Spark's offsets) reports its lag by the same rule as the store's
+metrics report a reader group's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from connector.errors import TruncatedError
 from connector.model import PlannedRead
+from connector.names import SegmentId
+from connector.reader.group_state import GroupState
 from connector.reader.membership import GroupRecord
 
-__all__ = ["GroupLag", "Planner", "SegmentLag", "group_lag"]
+__all__ = ["GroupLag", "Planner", "SegmentLag", "StreamLag", "group_lag", "state_lag"]
 
 #: ``plan_read(segment, offset, max_bytes=None)`` of a client or of the store itself.
 Planner = Callable[..., PlannedRead]
@@ -45,10 +51,27 @@ class SegmentLag:
 
 
 @dataclass(frozen=True)
+class StreamLag:
+    """The lag of a group in one stream: its events to read and the most time they span."""
+
+    events: int
+    lag_ms: int
+
+
+@dataclass(frozen=True)
 class GroupLag:
     """A group's lag: per unfinished segment, its sum in events and its largest in time."""
 
     segments: tuple[SegmentLag, ...]
+
+    def by_stream(self, streams: Iterable[str] = ()) -> dict[str, StreamLag]:
+        """The lag per stream (``scope/stream``), with ``streams`` listed even when caught up."""
+        totals = {str(stream): StreamLag(0, 0) for stream in streams}
+        for lag in self.segments:
+            stream = str(SegmentId.parse(lag.segment).stream_id)
+            known = totals.get(stream, StreamLag(0, 0))
+            totals[stream] = StreamLag(known.events + lag.events, max(known.lag_ms, lag.lag_ms))
+        return totals
 
     @property
     def events(self) -> int:
@@ -66,7 +89,14 @@ def group_lag(record: GroupRecord, plan: Planner) -> GroupLag:
 
     A position before a truncation counts from the first readable offset.
     """
-    state = record.state
+    return state_lag(record.state, plan, record.assignments)
+
+
+def state_lag(
+    state: GroupState, plan: Planner, assignments: Mapping[str, str] | None = None
+) -> GroupLag:
+    """The lag of a group at ``state`` (who holds each segment: ``assignments``)."""
+    holders = assignments or {}
     lags = [
         _segment_lag(
             segment,
@@ -74,7 +104,7 @@ def group_lag(record: GroupRecord, plan: Planner) -> GroupLag:
             cursor.watermark,
             cursor.end,
             plan,
-            reader=record.assignments.get(segment),
+            reader=holders.get(segment),
         )
         for segment, cursor in sorted(state.cursors.items())
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from connector.errors import TruncatedError
 from connector.model import PlannedRead
 from connector.reader.group_state import GroupState, SegmentCursor, WaitingSegment
-from connector.reader.lag import group_lag
+from connector.reader.lag import StreamLag, group_lag, state_lag
 from connector.reader.membership import GroupRecord
 
 #: Per segment: (first readable offset, tail, events per 10 bytes, watermark at the tail).
@@ -59,3 +59,14 @@ def test_a_bounded_group_lags_to_its_end_cut_and_a_caught_up_segment_not_at_all(
     assert (by_segment["s/t/2"].events, by_segment["s/t/2"].lag_ms) == (0, 0)
     at_end = GroupState(cursors={"s/t/0": SegmentCursor(offset=50, watermark=1, end=50)})
     assert group_lag(GroupRecord(("s/t",), 1, at_end), plan).events == 0
+
+
+def test_the_lag_per_stream_sums_its_events_and_takes_its_largest_wait() -> None:
+    state = GroupState(
+        cursors={
+            "s/t/0": SegmentCursor(offset=30, watermark=4_000),
+            "s/t/2": SegmentCursor(offset=0, watermark=2_000),
+        }
+    )
+    lag = state_lag(state, plan)
+    assert lag.by_stream(["s/t", "s/u"]) == {"s/t": StreamLag(10, 7_000), "s/u": StreamLag(0, 0)}

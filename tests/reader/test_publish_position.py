@@ -1,0 +1,44 @@
+"""A host's own position published as a reader group (``publish_position``), for monitoring.
+
+Against a real store server: the group appears with the host's position,
+its lag is the reader-group lag, each call replaces the position, and a
+group of that name with readers of its own is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.reader import ReaderConfig
+from connector.reader.group import ReaderGroupManager
+from connector.reader.lag import group_lag
+from connector.reader.source import StreamCut, start_state
+
+
+def test_a_published_position_is_a_reader_group_whose_lag_counts_from_it(
+    start_store: Callable[..., Any],
+) -> None:
+    server = start_store()
+    with StoreClient(server.uri) as client:
+        StreamManager(client).create_scope("iot")
+        StreamManager(client).create_stream("iot", "s", segment_count=2)
+        with EventWriter(client, "iot/s", JsonSerializer()) as writer:
+            for n in range(6):
+                writer.write_event({"n": n}, routing_key=f"k{n}")
+        manager = ReaderGroupManager(client)
+        earliest = start_state(client, ["iot/s"], StreamCut.earliest())
+        assert manager.publish_position("iot", "spark-query", ["iot/s"], earliest)
+        record = manager.get_reader_group("iot", "spark-query").record()
+        assert group_lag(record, client.plan_read).events == 6
+        latest = start_state(client, ["iot/s"], StreamCut.latest())
+        assert manager.publish_position("iot", "spark-query", ["iot/s"], latest)
+        record = manager.get_reader_group("iot", "spark-query").record()
+        assert group_lag(record, client.plan_read).events == 0
+
+        group = manager.create_reader_group("iot", "dashboard", ["iot/s"])
+        with group.create_reader("r1", JsonSerializer(), ReaderConfig()):
+            before = group.record()
+            assert not manager.publish_position("iot", "dashboard", ["iot/s"], latest)
+            assert group.record() == before
