@@ -149,9 +149,7 @@ class ReaderGroupManager:
                     return True
                 generation = known.generation
             record = GroupRecord(names, generation, state)
-            written, _ = self._client.compare_and_set_state(
-                key, current.revision, record.to_json()
-            )
+            written, _ = self._client.compare_and_set_state(key, current.revision, record.to_json())
             if written:
                 return True
         msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
