@@ -15,9 +15,13 @@ from typing import Protocol, runtime_checkable
 __all__ = ["Clock", "ManualClock", "SystemClock", "utc_text"]
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
 def utc_text(ms: int) -> str:
     """Epoch milliseconds as people read them: ``2023-11-14T22:13:20.000Z`` (UTC, ISO 8601)."""
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    # Whole milliseconds, not a float of seconds: exact at any date (9999 too).
+    moment = _EPOCH + datetime.timedelta(milliseconds=ms)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

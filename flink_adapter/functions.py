@@ -35,7 +35,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 from connector.reader.source import Frontier, ReadTask, SourcePlanner, read_columns
 from flink_adapter.epochs import EpochEnd, epoch_records
 from flink_adapter.reading import batch_rows
-from flink_adapter.rows import KIND_WATERMARK
+from flink_adapter.rows import KIND_WATERMARK, flink_millis
 from flink_adapter.settings import SourceSettings
 
 __all__ = ["EpochCoordinator", "TaskReader"]
@@ -150,7 +150,7 @@ class TaskReader(FlatMapFunction):
     def flat_map(self, value: ReadTask | EpochEnd) -> Iterator[Row]:  # noqa: D102
         if isinstance(value, EpochEnd):
             if value.watermark is not None:
-                yield Row(KIND_WATERMARK, value.watermark, None, [])
+                yield Row(KIND_WATERMARK, flink_millis(value.watermark), None, [])
             return
         if value.lane % self._parallelism != self._index:
             return

@@ -31,6 +31,7 @@ __all__ = [
     "OUTPUT_FIELDS",
     "Column",
     "batch_row_type",
+    "flink_millis",
     "output_type",
     "table_schema",
     "unnest_query",
@@ -38,6 +39,21 @@ __all__ = [
 
 #: ``kind`` of a reader row holding a batch of events.
 KIND_EVENTS = "events"
+#: Flink's latest TIMESTAMP_LTZ(3), 9999-12-31T23:59:59.999Z, in epoch ms.
+FLINK_LATEST_MS = 253_402_300_799_999
+
+
+def flink_millis(watermark: int) -> int:
+    """A watermark (epoch ms) as the ``wm`` column carries it: the end of time as Flink's latest.
+
+    The core's END_OF_TIME (nothing left to read: every segment sealed and
+    read) does not fit a TIMESTAMP_LTZ, and the watermark assigner would
+    take the overflow for no watermark; Flink's latest time fires every
+    timer all the same.
+    """
+    return min(watermark, FLINK_LATEST_MS)
+
+
 #: ``kind`` of a reader row holding an epoch end's watermark (``wm``), and no events.
 KIND_WATERMARK = "wm"
 

@@ -274,10 +274,23 @@ def arrow_batches(
         yield _batch(pending, watermark, schema)
 
 
+#: Spark's latest timestamp, 9999-12-31T23:59:59.999Z, in epoch ms.
+SPARK_LATEST_MS = 253_402_300_799_999
+
+
+def spark_micros(watermark: int | None) -> int | None:
+    """A watermark (epoch ms) as a Spark timestamp (µs); the end of time as Spark's latest.
+
+    The core's END_OF_TIME (a group with nothing left to read) does not fit a
+    Spark timestamp; Spark's latest one closes every window all the same.
+    """
+    return None if watermark is None else min(watermark, SPARK_LATEST_MS) * 1000
+
+
 def _batch(parts: list[EventColumns], watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
     count = sum(len(part) for part in parts)
     timestamp = schema.field("event_time").type
-    watermark_us = None if watermark is None else watermark * 1000
+    watermark_us = spark_micros(watermark)
     return pa.RecordBatch.from_arrays(
         [
             pa.array([k for part in parts for k in part.routing_keys], pa.string()),
@@ -315,5 +328,5 @@ def _timestamps(millis: list[int], kind: pa.DataType) -> pa.Array:
 def watermark_batch(watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
     """The one row of a batch whose watermark rose: ``kind`` watermark, event columns null."""
     row = dict.fromkeys(schema.names)
-    row.update(watermark=None if watermark is None else watermark * 1000, kind=KIND_WATERMARK)
+    row.update(watermark=spark_micros(watermark), kind=KIND_WATERMARK)
     return pa.RecordBatch.from_pylist([row], schema=schema)

@@ -453,3 +453,35 @@ def test_a_batch_read_between_two_cuts_returns_exactly_the_events_between_them(
             key, seq = key_seq(row)
             per_key[key].append(seq)
         assert all(seqs == sorted(seqs) for seqs in per_key.values()), per_key
+
+
+def test_a_sealed_stream_read_to_its_end_gives_the_end_of_time_as_spark_can_hold_it(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
+) -> None:
+    """Once every segment is sealed and read, the watermark is the end of time.
+
+    The core's END_OF_TIME (2**63 - 1 ms) overflows a Spark timestamp
+    (microseconds): the watermark row carries Spark's latest timestamp
+    instead (9999-12-31T23:59:59.999Z), so every window closes and the query
+    goes on, rather than failing with "Python int too large to convert".
+    """
+    store = synthetic_store
+    stream = store.create_stream(segments=2)
+    written = write_rounds(store, stream, range(2), KEYS[:4])
+    store.client.seal_stream(*stream.split("/"))
+    log = BatchLog()
+    query = (
+        source(spark, store, stream, timeDomain="IngestionTime")
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .foreachBatch(log)
+        .start()
+    )
+    try:
+        settle(query)
+        assert query.exception() is None
+    finally:
+        query.stop()
+    rows = log.rows()
+    assert sorted(key_seq(r) for r in event_rows(rows)) == sorted(written)
+    marks = [r["watermark"] for r in rows if r["kind"] == "watermark"]
+    assert marks and max(marks).year == 9999
