@@ -2,15 +2,20 @@
 
 Each sensor stamps its readings with an event time (``ts``) relative to the
 moment it writes: A a little behind (on time), B ahead of the ingestion clock
-(early), C further behind than the event-time lag allows (late). Read with
-ingestion-time watermarks minus ``LAG_MS``, A's and B's readings come out in
-event-time order and C's are reported late.
+(early), C further behind than the event-time lag allows (late: a slow
+sensor). Read with ingestion-time watermarks minus ``LAG_MS``, A's and B's
+readings come out in event-time order and C's are reported late.
+
+In the event-time domain each sensor writes with a writer of its own that
+asserts its event time after each reading (:func:`write_asserting_round`):
+the watermark then waits for C and nothing is late; once C marks itself
+idle (or the store times it out) the watermark moves on without it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +26,13 @@ from connector.reader import EventReader, EventTimeOrderer
 __all__ = [
     "LAG_MS",
     "OFFSETS_MS",
+    "LiveOrdering",
     "OrderedOutput",
     "late_line",
     "reading_line",
     "run_sensors",
     "watermark_line",
+    "write_asserting_round",
     "write_round",
 ]
 
@@ -66,6 +73,28 @@ def write_round(
     return written
 
 
+def write_asserting_round(
+    writers: Mapping[str, EventWriter[Any]],
+    seq: int,
+    now_ms: Callable[[], int],
+    sensors: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Writes one reading per sensor (each of ``sensors``) with its own writer, which then asserts.
+
+    A sensor's readings rise in event time, so after each it asserts its
+    reading's time (:meth:`EventWriter.note_time`): none of its later
+    readings is at or before it. Durable on return.
+    """
+    written = []
+    for sensor in sensors if sensors is not None else writers:
+        reading = {"sensor": sensor, "seq": seq, "ts": now_ms() + OFFSETS_MS[sensor]}
+        _log.debug("Writing: (%d,%s)", reading["ts"], sensor)
+        writers[sensor].write_event(reading, routing_key=sensor)
+        writers[sensor].note_time(reading["ts"])
+        written.append(reading)
+    return written
+
+
 @dataclass
 class OrderedOutput:
     """What the ordering produced: readings written, released in order, late, watermarks."""
@@ -98,46 +127,83 @@ def run_sensors(
     ``on_release`` sees each reading released, ``on_advance`` each watermark
     that released any (with them), ``on_late`` each late reading.
     """
-    output = OrderedOutput()
+    ordering = LiveOrdering(reader, pause, on_release, max_reads, on_advance, on_late)
+    for seq in range(rounds):
+        ordering.output.written.extend(write_round(writer, seq, now_ms))
+        pause()
+        ordering.read_all_written()
+    ordering.read_until_settled()
+    return ordering.output
 
-    def late(item: Any) -> None:
-        output.late.append(item.value)
-        if on_late is not None:
-            on_late(item.value)
 
-    orderer: EventTimeOrderer[dict[str, Any]] = EventTimeOrderer(on_late=late)
-    if reader.last_watermark is not None:
-        orderer.advance(reader.last_watermark)  # what the reader saw before we started
-    reads = 0
+class LiveOrdering:
+    """A live reader feeding an :class:`EventTimeOrderer`; what it released, late, saw.
 
-    def read_until(done: Callable[[], bool]) -> None:
-        nonlocal reads
+    :meth:`read_until` reads (letting time pass with ``pause`` when a read
+    times out) until a condition holds, in at most ``max_reads`` reads.
+    """
+
+    def __init__(
+        self,
+        reader: EventReader[Any],
+        pause: Callable[[], None],
+        on_release: Callable[[dict[str, Any]], None] | None = None,
+        max_reads: int = 100_000,
+        on_advance: Callable[[int, list[dict[str, Any]]], None] | None = None,
+        on_late: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.reader = reader
+        self.output = OrderedOutput()
+        self.flagged_late: list[dict[str, Any]] = []
+        self._pause = pause
+        self._on_release = on_release
+        self._max_reads = max_reads
+        self._on_advance = on_advance
+        self._on_late = on_late
+        self._reads = 0
+        self.orderer: EventTimeOrderer[dict[str, Any]] = EventTimeOrderer(on_late=self._late)
+        if reader.last_watermark is not None:
+            self.orderer.advance(reader.last_watermark)  # what the reader saw before we started
+
+    def _late(self, item: Any) -> None:
+        self.output.late.append(item.value)
+        if self._on_late is not None:
+            self._on_late(item.value)
+
+    def read_all_written(self) -> None:
+        """Reads until every reading written so far was read."""
+        output = self.output
+        self.read_until(lambda: output.events_read >= len(output.written))
+
+    def read_until_settled(self) -> None:
+        """Reads until every reading written was released or reported late."""
+        output = self.output
+        self.read_until(lambda: len(output.released) + len(output.late) >= len(output.written))
+
+    def read_until(self, done: Callable[[], bool]) -> None:
+        """Reads until ``done()``; fails after ``max_reads`` reads."""
+        output = self.output
         while not done():
-            reads += 1
-            if reads > max_reads:
-                msg = f"no progress in {max_reads} reads: {len(output.released)} released"
+            self._reads += 1
+            if self._reads > self._max_reads:
+                msg = f"no progress in {self._max_reads} reads: {len(output.released)} released"
                 raise AssertionError(msg)
-            read = reader.read_next_event(50)
+            read = self.reader.read_next_event(50)
             if read is None:
-                pause()
+                self._pause()
             elif read.is_watermark:
                 assert read.watermark is not None
                 output.watermarks.append(read.watermark)
-                released = [item.value for item in orderer.advance(read.watermark)]
-                if released and on_advance is not None:
-                    on_advance(read.watermark, released)
+                released = [item.value for item in self.orderer.advance(read.watermark)]
+                if released and self._on_advance is not None:
+                    self._on_advance(read.watermark, released)
                 for value in released:
                     output.released.append(value)
-                    if on_release is not None:
-                        on_release(value)
+                    if self._on_release is not None:
+                        self._on_release(value)
             else:
                 assert read.event_time is not None
                 output.events_read += 1
-                orderer.add(read.event, read.event_time)
-
-    for seq in range(rounds):
-        output.written.extend(write_round(writer, seq, now_ms))
-        pause()
-        read_until(lambda: output.events_read >= len(output.written))
-    read_until(lambda: len(output.released) + len(output.late) >= len(output.written))
-    return output
+                if read.late:
+                    self.flagged_late.append(read.event)
+                self.orderer.add(read.event, read.event_time)

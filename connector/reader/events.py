@@ -23,22 +23,26 @@ class TimeDomain(enum.Enum):
 
     ``PROCESSING_TIME`` (the default) never yields watermark reads, so code
     unaware of watermarks never mistakes one for an event. ``INGESTION_TIME``
-    opts in: watermark reads appear between events.
+    opts in: watermark reads appear between events, the store's ingestion
+    clock less a lag. ``EVENT_TIME`` opts in to the event time the writers
+    asserted (seed 002): the least assertion of the writers active at the
+    group's position.
     """
 
     PROCESSING_TIME = "ProcessingTime"
     INGESTION_TIME = "IngestionTime"
+    EVENT_TIME = "EventTime"
 
     @classmethod
     def parse(cls, text: str | TimeDomain) -> TimeDomain:
-        """``"ProcessingTime"`` or ``"IngestionTime"`` (any case, with or without ``_``)."""
+        """``"ProcessingTime"``, ``"IngestionTime"`` or ``"EventTime"`` (any case, ``_`` or not)."""
         if isinstance(text, TimeDomain):
             return text
         wanted = str(text).replace("_", "").lower()
         for domain in cls:
             if domain.value.lower() == wanted:
                 return domain
-        msg = f"unknown time domain {text!r}: use 'ProcessingTime' or 'IngestionTime'"
+        msg = f"unknown time domain {text!r}: use 'ProcessingTime', 'IngestionTime' or 'EventTime'"
         raise InvalidArgumentError(msg)
 
 
@@ -56,10 +60,15 @@ class EventRead(Generic[T]):
 
     For an event: ``event`` is the deserialized value, ``event_time`` the time
     the timestamp assigner gave it, ``ingestion_time`` when the store took it,
-    ``position`` where it is, ``routing_key`` the key it was written with.
-    For a watermark: ``watermark`` (epoch ms) promises that every later event
-    from this reader has an ingestion time above
-    ``watermark + max_event_time_lag``; watermarks a reader yields strictly ascend.
+    ``position`` where it is, ``routing_key`` the key it was written with,
+    ``late`` whether its event time is at or below the last watermark this
+    reader yielded (reported, never dropped).
+    For a watermark: ``watermark`` (epoch ms) promises, in the ingestion-time
+    domain, that every later event from this reader has an ingestion time
+    above ``watermark + max_event_time_lag``; in the event-time domain, that
+    every later event of a writer active where it was read has an event time
+    above it, as long as its writer keeps its promise. Watermarks a reader
+    yields strictly ascend.
     """
 
     event: T | None = None
@@ -68,6 +77,8 @@ class EventRead(Generic[T]):
     position: Position | None = None
     routing_key: str | None = None
     watermark: int | None = None
+    #: An event at or below the last watermark this reader yielded: reported, never dropped.
+    late: bool = False
 
     @property
     def is_event(self) -> bool:
@@ -87,9 +98,11 @@ class EventRead(Generic[T]):
         ingestion_time: int,
         position: Position,
         routing_key: str | None = None,
+        *,
+        late: bool = False,
     ) -> EventRead[T]:
-        """An event read."""
-        return cls(event, event_time, ingestion_time, position, routing_key)
+        """An event read; ``late`` when its event time is at or below the watermark in force."""
+        return cls(event, event_time, ingestion_time, position, routing_key, late=late)
 
     @classmethod
     def of_watermark(cls, watermark: int) -> EventRead[Any]:

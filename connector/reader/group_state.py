@@ -14,6 +14,16 @@ A segment of the group is in exactly one of three places:
 The group watermark is the minimum over every unfinished segment (cursors and
 waiting). No event after the cursors, nor in a waiting segment, has an
 ingestion time at or before it.
+
+Beside its ingestion watermark each segment carries the event time its
+writers asserted there (seed 002; :attr:`SegmentCursor.event_time`): a
+time, :data:`NO_WRITER` when no writer holds it (it holds no group back), or
+None while not known (a position not read since it was placed: it holds the
+group back). The group's event time is the same minimum over the same
+segments (:func:`group_event_time`): the rule is :func:`_least_unfinished`,
+written once for both. Unlike ingestion watermarks a segment's event time
+may fall (a writer joining with an assertion below the others); readers
+never let the watermarks they yield fall.
 """
 
 from __future__ import annotations
@@ -29,18 +39,30 @@ from connector.model import initial_watermark
 from connector.reader.events import END_OF_TIME
 
 __all__ = [
+    "NO_WRITER",
     "GroupState",
     "SegmentCursor",
     "Successor",
     "WaitingSegment",
     "advance",
     "finish",
+    "group_event_time",
     "group_watermark",
+    "least_event_time",
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
     "watermark_after",
+    "writers_event_time",
 ]
+
+#: A segment's event time when no active writer holds it: it holds no group back.
+NO_WRITER = END_OF_TIME
+
+
+def writers_event_time(store_value: int | None) -> int:
+    """A segment's event time as the group keeps it, from the store's (None: no active writer)."""
+    return NO_WRITER if store_value is None else store_value
 
 
 @dataclass(frozen=True)
@@ -48,11 +70,14 @@ class SegmentCursor:
     """A readable segment: the offset reached and the watermark that holds there.
 
     ``end`` is where reading stops (from an end cut); None reads to the seal.
+    ``event_time`` is the writers' event time at the offset (see the module
+    docstring): a time, :data:`NO_WRITER`, or None while not known.
     """
 
     offset: int
     watermark: int
     end: int | None = None
+    event_time: int | None = None
 
     @property
     def at_end_cut(self) -> bool:
@@ -62,10 +87,16 @@ class SegmentCursor:
 
 @dataclass(frozen=True)
 class WaitingSegment:
-    """A successor waiting for ``waiting_for`` to finish; it starts at offset 0."""
+    """A successor waiting for ``waiting_for`` to finish; it starts at offset 0.
+
+    ``event_time`` is the least event time its finished predecessors ended
+    with (:data:`NO_WRITER` before any finished): a successor starts with
+    the writers its predecessors had at their seal.
+    """
 
     watermark: int
     waiting_for: frozenset[str]
+    event_time: int | None = NO_WRITER
 
 
 @dataclass(frozen=True)
@@ -108,21 +139,25 @@ class GroupState:
         watermarks: Mapping[str, int],
         end_cut: Mapping[str, int] | None = None,
         bounded_to: Iterable[str] | None = None,
+        event_times: Mapping[str, int] | None = None,
     ) -> GroupState:
         """A group about to read from ``cut`` (segment -> offset).
 
         ``watermarks`` gives the watermark at each cut offset; a pessimistic
         one (the segment's creation time - 1) is always safe. ``bounded_to``
         lists the segments an end cut allows (those in it and their ancestors).
+        ``event_times`` gives the writers' event time at the offsets known
+        (the store's at a tail); the others are not known until read.
         """
         missing = sorted(set(cut) - set(watermarks))
         if missing:
             msg = f"no watermark given for segments {missing!r} of the start cut"
             raise InvalidArgumentError(msg)
         ends = end_cut or {}
+        known = event_times or {}
         cursors = {
-            segment: SegmentCursor(offset, watermarks[segment], ends.get(segment))
-            for segment, offset in cut.items()
+            s: SegmentCursor(offset, watermarks[s], ends.get(s), known.get(s))
+            for s, offset in cut.items()
         }
         return cls(
             cursors=cursors,
@@ -144,8 +179,13 @@ class GroupState:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-compatible dict behind :meth:`to_json`."""
         return {
-            "cursors": {s: [c.offset, c.watermark, c.end] for s, c in self.cursors.items()},
-            "waiting": {s: [w.watermark, sorted(w.waiting_for)] for s, w in self.waiting.items()},
+            "cursors": {
+                s: [c.offset, c.watermark, c.end, c.event_time] for s, c in self.cursors.items()
+            },
+            "waiting": {
+                s: [w.watermark, sorted(w.waiting_for), w.event_time]
+                for s, w in self.waiting.items()
+            },
             "finished": sorted(self.finished),
             "end_cut": None if self.end_cut is None else dict(self.end_cut),
             "bounded_to": None if self.bounded_to is None else sorted(self.bounded_to),
@@ -162,15 +202,38 @@ class GroupState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupState:
-        """The inverse of :meth:`to_dict`."""
+        """The inverse of :meth:`to_dict`; reads the form before event times too."""
         bounded = data.get("bounded_to")
         return cls(
-            cursors={s: SegmentCursor(o, w, e) for s, (o, w, e) in data["cursors"].items()},
-            waiting={s: WaitingSegment(w, frozenset(f)) for s, (w, f) in data["waiting"].items()},
+            cursors={s: SegmentCursor(*c) for s, c in data["cursors"].items()},
+            waiting={
+                s: WaitingSegment(w[0], frozenset(w[1]), *w[2:]) for s, w in data["waiting"].items()
+            },
             finished=frozenset(data["finished"]),
             end_cut=data.get("end_cut"),
             bounded_to=None if bounded is None else frozenset(bounded),
         )
+
+
+def _least_unfinished(
+    of_cursors: Iterable[int | None], of_waiting: Iterable[int | None]
+) -> int | None:
+    """The group rule: the least over every unfinished segment, readable and waiting.
+
+    END_OF_TIME when there is none; None when one is not known (it holds
+    the group back at no known time).
+    """
+    least = END_OF_TIME
+    for value in (*of_cursors, *of_waiting):
+        if value is None:
+            return None
+        least = min(least, value)
+    return least
+
+
+def least_event_time(*event_times: int | None) -> int | None:
+    """The least of some event times; None when one is not known."""
+    return _least_unfinished(event_times, ())
 
 
 def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
@@ -179,14 +242,30 @@ def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None)
     ``fresher`` maps readable segments to watermarks newer than the state's
     (a reader's own positions); the higher of the two counts.
     """
-    if fresher:
-        watermarks = [
-            max(c.watermark, fresher.get(s, c.watermark)) for s, c in state.cursors.items()
-        ]
-    else:
-        watermarks = [c.watermark for c in state.cursors.values()]
-    watermarks.extend(w.watermark for w in state.waiting.values())
-    return min(watermarks, default=END_OF_TIME)
+    fresher = fresher or {}
+    watermark = _least_unfinished(
+        (max(c.watermark, fresher.get(s, c.watermark)) for s, c in state.cursors.items()),
+        (w.watermark for w in state.waiting.values()),
+    )
+    assert watermark is not None  # every segment has an ingestion watermark
+    return watermark
+
+
+def group_event_time(
+    state: GroupState, fresher: Mapping[str, int | None] | None = None
+) -> int | None:
+    """The writers' event time of the group: the least over every unfinished segment.
+
+    :data:`NO_WRITER` (END_OF_TIME) when no segment's writers hold it, or the
+    group is done; None while a segment's is not known. ``fresher`` maps
+    readable segments to event times at newer positions than the state's
+    (a reader's own), which count instead.
+    """
+    fresher = fresher or {}
+    return _least_unfinished(
+        (fresher[s] if s in fresher else c.event_time for s, c in state.cursors.items()),
+        (w.event_time for w in state.waiting.values()),
+    )
 
 
 def watermark_after(
@@ -207,17 +286,33 @@ def watermark_after(
     return last_taken_ingestion_time - 1
 
 
-def advance(state: GroupState, segment: str, offset: int, watermark: int) -> GroupState:
+def advance(
+    state: GroupState,
+    segment: str,
+    offset: int,
+    watermark: int,
+    event_time: int | None = None,
+) -> GroupState:
     """Records that ``segment`` was read up to ``offset``, where ``watermark`` holds.
 
     Offsets and watermarks never step back: a stale report changes nothing.
+    ``event_time`` is the writers' there (None: not known): a report at a
+    later offset replaces the cursor's, one at its offset replaces it when
+    known, a stale one changes nothing (event times may fall, so no maximum).
     """
     cursor = state.cursors.get(segment)
     if cursor is None:
         msg = f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
         raise FailedPreconditionError(msg)
+    if offset > cursor.offset or (offset == cursor.offset and event_time is not None):
+        event_time_there = event_time
+    else:
+        event_time_there = cursor.event_time
     updated = SegmentCursor(
-        max(cursor.offset, offset), max(cursor.watermark, watermark), cursor.end
+        max(cursor.offset, offset),
+        max(cursor.watermark, watermark),
+        cursor.end,
+        event_time_there,
     )
     if updated == cursor:
         return state
@@ -229,14 +324,17 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
 
     A successor becomes readable (offset 0, watermark creation time - 1) only
     when every one of its predecessors is finished, so events of one routing
-    key are read in order across splits and merges. In a bounded group,
-    successors outside ``bounded_to`` are not read.
+    key are read in order across splits and merges. It starts with the
+    least event time its predecessors ended with (their writers are its
+    writers at its start). In a bounded group, successors outside
+    ``bounded_to`` are not read.
     """
     if segment in state.finished:
         return state
     if segment not in state.cursors:
         msg = f"segment {segment!r} cannot finish: it is not readable in this group"
         raise FailedPreconditionError(msg)
+    ended_with = state.cursors[segment].event_time
     cursors = {s: c for s, c in state.cursors.items() if s != segment}
     waiting = dict(state.waiting)
     finished = state.finished | {segment}
@@ -249,12 +347,13 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
         known = waiting.get(name)
         initial = initial_watermark(successor.creation_time)
         waiting_for = (known.waiting_for if known else frozenset(successor.predecessors)) - finished
+        event_time = least_event_time(known.event_time if known else NO_WRITER, ended_with)
         if waiting_for:
-            waiting[name] = WaitingSegment(initial, waiting_for)
+            waiting[name] = WaitingSegment(initial, waiting_for, event_time)
         else:
             waiting.pop(name, None)
             end = None if state.end_cut is None else state.end_cut.get(name)
-            cursors[name] = SegmentCursor(0, initial, end)
+            cursors[name] = SegmentCursor(0, initial, end, event_time)
     for name, entry in list(waiting.items()):
         if segment in entry.waiting_for:
             waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})

@@ -45,8 +45,10 @@ __all__ = [
     "sync",
 ]
 
-#: A reader's consumed position per held segment: ``segment -> (offset, watermark)``.
-Positions = Mapping[str, tuple[int, int]]
+#: A reader's consumed position per held segment: ``segment -> (offset, watermark)``
+#: or ``(offset, watermark, event time)``, the writers' event time there (see
+#: ``SegmentCursor``; None or left out: not known).
+Positions = Mapping[str, tuple[int, int] | tuple[int, int, int | None]]
 
 
 class ReaderGroupResetError(TidemarkError):
@@ -134,9 +136,9 @@ def report(record: GroupRecord, reader: str, positions: Positions) -> GroupState
     took them over); offsets and watermarks never step back.
     """
     state = record.state
-    for segment, (offset, watermark) in positions.items():
+    for segment, (offset, watermark, *event_time) in positions.items():
         if record.assignments.get(segment) == reader and segment in state.cursors:
-            state = advance(state, segment, offset, watermark)
+            state = advance(state, segment, offset, watermark, *event_time)
     return state
 
 

@@ -22,7 +22,12 @@ from connector.errors import ClosedError, InvalidArgumentError, ResourceExhauste
 from connector.framing import Frame, iter_frames
 from connector.model import ReadResult
 from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig
-from connector.reader.group_state import GroupState, watermark_after
+from connector.reader.group_state import (
+    GroupState,
+    least_event_time,
+    watermark_after,
+    writers_event_time,
+)
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
@@ -32,7 +37,7 @@ from connector.reader.membership import (
     sync,
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
-from connector.reader.source.timekeeping import TimeKeeping
+from connector.reader.source.timekeeping import TimeKeeping, is_late
 
 __all__ = ["EventReader"]
 
@@ -41,15 +46,26 @@ _log = logging.getLogger(__name__)
 
 
 class _SegmentInput:
-    """One held segment: what was consumed, what is buffered, the read in flight."""
+    """One held segment: what was consumed, what is buffered, the read in flight.
 
-    def __init__(self, segment: str, offset: int, watermark: int, end: int | None):
+    The writers' event time is known where a read ends (the store says
+    what holds after its data); between the events of one read the least of
+    it and the one the read started at counts, so a writer that joined
+    within the read holds the group back from its first event on.
+    """
+
+    def __init__(
+        self, segment: str, offset: int, watermark: int, end: int | None, event_time: int | None
+    ):
         self.segment = segment
         self.consumed_offset = offset
         self.consumed_watermark = watermark
+        self.consumed_event_time = event_time
         self.end = end
         self.fetch_offset = offset
         self.buffer_watermark = watermark
+        self.buffer_event_time = event_time
+        self.inside_event_time = event_time
         self.frames: collections.deque[Frame] = collections.deque()
         self.end_of_segment = False
         self.successors: tuple[str, ...] = ()
@@ -69,10 +85,13 @@ class _SegmentInput:
             self.frames.extend(iter_frames(result.data, result.offset))
         self.fetch_offset = result.next_offset
         self.buffer_watermark = max(self.buffer_watermark, result.watermark)
+        self.buffer_event_time = writers_event_time(result.event_time_watermark)
+        self.inside_event_time = least_event_time(self.consumed_event_time, self.buffer_event_time)
         self.end_of_segment = result.end_of_segment
         self.successors = result.successors
         if not self.frames:
             self.consumed_watermark = max(self.consumed_watermark, self.buffer_watermark)
+            self.consumed_event_time = self.buffer_event_time
 
     def take(self) -> Frame:
         frame = self.frames.popleft()
@@ -80,6 +99,7 @@ class _SegmentInput:
         after = watermark_after(self.buffer_watermark, frame.ingestion_time, not self.frames)
         if after is not None:
             self.consumed_watermark = max(self.consumed_watermark, after)
+        self.consumed_event_time = self.inside_event_time if self.frames else self.buffer_event_time
         return frame
 
 
@@ -130,7 +150,8 @@ class EventReader(Generic[T]):
             f"reader {reader_id!r} writing its position to group {group.name!r}", _log
         )
         self._last_emitted: int | None = None
-        self._watermarks_seen: dict[str, int] | None = None  # inputs of the last emission check
+        # The inputs of the last emission check.
+        self._watermarks_seen: dict[str, int | None] | None = None
         self._closed = False  # no more reads
         self._left = False  # the group no longer lists this reader
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tidemark-{reader_id}")
@@ -269,6 +290,7 @@ class EventReader(Generic[T]):
                     frame.ingestion_time,
                     Position(segment, frame.offset),
                     frame.routing_key,
+                    late=bool(is_late(event_time, self._last_emitted)),
                 )
         return None
 
@@ -279,7 +301,10 @@ class EventReader(Generic[T]):
         """
         if not self._time.has_watermarks:
             return None
-        fresher = {s: i.consumed_watermark for s, i in self._inputs.items()}
+        kept = self._time.kept
+        fresher = {
+            s: kept(i.consumed_watermark, i.consumed_event_time) for s, i in self._inputs.items()
+        }
         if fresher == self._watermarks_seen:
             return None
         self._watermarks_seen = fresher
@@ -326,8 +351,11 @@ class EventReader(Generic[T]):
 
     # --- the group ----------------------------------------------------------------
 
-    def _positions(self) -> dict[str, tuple[int, int]]:
-        return {s: (i.consumed_offset, i.consumed_watermark) for s, i in self._inputs.items()}
+    def _positions(self) -> dict[str, tuple[int, int, int | None]]:
+        return {
+            s: (i.consumed_offset, i.consumed_watermark, i.consumed_event_time)
+            for s, i in self._inputs.items()
+        }
 
     def _sync_due(self) -> bool:
         """Whether to sync now: every interval, or at once when a held segment is drained.
@@ -389,6 +417,6 @@ class EventReader(Generic[T]):
         for segment in held - set(self._inputs):
             cursor = record.state.cursors[segment]
             self._inputs[segment] = _SegmentInput(
-                segment, cursor.offset, cursor.watermark, cursor.end
+                segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time
             )
         self._rotation = collections.deque(sorted(self._inputs))

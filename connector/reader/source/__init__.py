@@ -8,7 +8,8 @@ groups share its cuts and time rules:
   cuts, store and credentials, the time keeping, the deserializer, the
   budget of a batch, the size of a task); each adapter maps its options to
   it, with its own option names for the errors (:class:`OptionNames`);
-- :class:`TimeKeeping` (:class:`ProcessingTime`, :class:`IngestionTime`):
+- :class:`TimeKeeping` (:class:`ProcessingTime`, :class:`IngestionTime`,
+  :class:`EventTime`):
   the time domain as a value; with :func:`rose` and :func:`is_late`, every
   time rule of the core, once;
 - :class:`Frontier`: how far a read has planned, the value hosts checkpoint;
@@ -36,6 +37,7 @@ from connector.reader.source.ranges import READ_CHUNK_BYTES, SegmentRange, read_
 from connector.reader.source.spec import OptionNames, ReadSpec, StreamRead
 from connector.reader.source.tasks import ReadTask
 from connector.reader.source.timekeeping import (
+    EventTime,
     IngestionTime,
     ProcessingTime,
     TimeKeeping,
@@ -48,6 +50,7 @@ __all__ = [
     "READ_CHUNK_BYTES",
     "Budget",
     "EventColumns",
+    "EventTime",
     "EventTimes",
     "Frontier",
     "IngestionTime",

@@ -39,6 +39,7 @@ from connector.reader.group_state import (
     finish,
     plan_cut,
     unassigned_oldest_first,
+    writers_event_time,
 )
 from connector.reader.lineage import successors_of
 from connector.reader.source.frontier import Frontier
@@ -111,6 +112,7 @@ class Decision:
         planned_any: whether any event is taken so far in the advance.
         again: segments stopped short of their tails: measure them again
             while the budget lasts.
+        event_times: segment -> the writers' event time where its cursor goes.
     """
 
     reached: Mapping[str, tuple[int, int]]
@@ -119,6 +121,7 @@ class Decision:
     left: Left
     planned_any: bool
     again: frozenset[str] = field(default_factory=frozenset)
+    event_times: Mapping[str, int] = field(default_factory=dict)
 
 
 def measure(
@@ -207,6 +210,7 @@ def decide(
     (or only) plan reaches its end is finished.
     """
     reached: dict[str, tuple[int, int]] = {}
+    event_times: dict[str, int] = {}
     ended: dict[str, tuple[Successor, ...]] = {}
     pieces: dict[str, tuple[SegmentRange, ...]] = {}
     again: set[str] = set()
@@ -224,6 +228,7 @@ def decide(
         final = taken[-1] if taken else first if first.events == 0 else None
         if final is not None:
             reached[entry.segment] = (final.next_offset, final.watermark)
+            event_times[entry.segment] = writers_event_time(final.event_time_watermark)
         if final is not None and final.end_of_segment:
             ended[entry.segment] = entry.successors
         elif taken and len(taken) == len(entry.steps) and not taken[-1].at_tail:
@@ -232,7 +237,7 @@ def decide(
             pieces[entry.segment] = tuple(
                 SegmentRange(entry.segment, p.offset, p.next_offset) for p in taken
             )
-    return Decision(reached, ended, pieces, left, planned_any, frozenset(again))
+    return Decision(reached, ended, pieces, left, planned_any, frozenset(again), event_times)
 
 
 def apply(
@@ -243,7 +248,11 @@ def apply(
     reachable = {segment: offset for segment, (offset, _) in decision.reached.items()}
     for segment, offset in plan_cut(state, reachable).items():
         if segment in reachable:
-            state = advance(state, segment, offset, decision.reached[segment][1])
+            # Held back by an end cut, a cursor stops short of the plan: its event time
+            # there is not known.
+            known = offset == reachable[segment]
+            event_time = decision.event_times.get(segment) if known else None
+            state = advance(state, segment, offset, decision.reached[segment][1], event_time)
     for segment, successors in decision.ended.items():
         ends[segment] = state.cursors[segment].offset
         state = finish(state, segment, successors)

@@ -19,7 +19,13 @@ from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
 from connector.names import SegmentId, StreamId
-from connector.reader.group_state import GroupState, Successor, advance, finish
+from connector.reader.group_state import (
+    GroupState,
+    Successor,
+    advance,
+    finish,
+    writers_event_time,
+)
 from connector.reader.lineage import ancestors, describe_streams
 
 __all__ = ["StreamCut", "TimeState", "by_name", "start_state", "state_at_time"]
@@ -158,8 +164,10 @@ def start_state(
     - :meth:`StreamCut.at_time`: each segment at its first event ingested
       at that time or later (:func:`state_at_time`).
 
-    Watermarks elsewhere are the segments' initial ones (creation time - 1).
-    Finished segments before the start are never read.
+    Watermarks elsewhere are the segments' initial ones (creation time - 1),
+    and the writers' event times there are not known until read (they hold
+    the event-time domain's watermark back until then). Finished segments
+    before the start are never read.
 
     Raises:
         InvalidArgumentError: a cut names a segment the streams do not have.
@@ -169,6 +177,7 @@ def start_state(
     descriptions = describe_streams(client, streams)
     segments = by_name(descriptions)
     bounded_to = None if end is None else _reachable(segments, names, end)
+    event_times: dict[str, int] = {}  # known at tails only: elsewhere known once read
     if position.kind in ("earliest", "time"):
         cut = {s.segment: 0 for d in descriptions for s in d.initial_segments}
         before: set[str] = set()
@@ -178,6 +187,7 @@ def start_state(
         cut = {i.segment: i.write_offset for i in infos}
         before = {s.segment for d in descriptions for s in d.segments if s.sealed}
         watermarks = {i.segment: i.watermark for i in infos}
+        event_times = {i.segment: writers_event_time(i.event_time_watermark) for i in infos}
     else:
         cut = position.as_dict()
         unknown = sorted(set(cut) - set(segments))
@@ -186,7 +196,9 @@ def start_state(
             raise InvalidArgumentError(msg)
         before = ancestors(segments, cut)
         watermarks = {name: initial_watermark(segments[name].creation_time) for name in cut}
-    state = GroupState.starting_at(cut, watermarks, end_cut=end, bounded_to=bounded_to)
+    state = GroupState.starting_at(
+        cut, watermarks, end_cut=end, bounded_to=bounded_to, event_times=event_times
+    )
     state = replace(state, finished=frozenset(before))
     if position.kind == "earliest":
         state = _at_first_readable_offsets(client, state, segments)

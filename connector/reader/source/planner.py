@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from connector.client.connection import StoreClient
 from connector.model import initial_watermark
-from connector.reader.group_state import GroupState
+from connector.reader.group_state import GroupState, writers_event_time
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
 from connector.reader.source.budget import advance_within
 from connector.reader.source.cuts import StreamCut, by_name, start_state, state_at_time
@@ -103,7 +103,7 @@ class SourcePlanner:
         has successors the description lacks; the plan is then made again,
         or the group watermark would skip them and pass their events.
         """
-        cursors: dict[str, tuple[int, int]] = {}
+        cursors: dict[str, tuple[int, int, int]] = {}
         finished = set(previous.state.finished)
         ends = dict(previous.ends)
         for description in describe_streams(self.client, self.spec.stream_names):
@@ -117,10 +117,12 @@ class SourcePlanner:
                     finished.add(segment.segment)
                     ends[segment.segment] = info.write_offset
                 else:
-                    cursors[segment.segment] = (info.write_offset, info.watermark)
+                    event_time = writers_event_time(info.event_time_watermark)
+                    cursors[segment.segment] = (info.write_offset, info.watermark, event_time)
         state = GroupState.starting_at(
-            {s: o for s, (o, _) in cursors.items()},
-            {s: w for s, (_, w) in cursors.items()},
+            {s: o for s, (o, _, _) in cursors.items()},
+            {s: w for s, (_, w, _) in cursors.items()},
+            event_times={s: e for s, (_, _, e) in cursors.items()},
         )
         state = replace(state, finished=frozenset(finished))
         return Frontier(state, ends, self.spec.time.advanced(state, previous.watermark))

@@ -140,8 +140,8 @@ class ReadSpec:
 
         ``timestamp_field`` names a JSON field holding event time;
         ``timestamp_assigner`` a ``module:function`` giving it; neither: the
-        ingestion time. ``max_event_time_lag_ms`` is for the ingestion-time
-        domain only.
+        ingestion time (not in the event-time domain, which needs one).
+        ``max_event_time_lag_ms`` is for the domains with watermarks.
 
         Raises:
             InvalidArgumentError: naming the option whose value is wrong or missing.
@@ -153,15 +153,22 @@ class ReadSpec:
             shown = names.shown("deserializer", deserializer)
             names.refuse("deserializer", f"expected one of {expected}, got {shown}")
         domain = names.checked("time_domain", lambda: TimeDomain.parse(time_domain))
-        if max_event_time_lag_ms is not None and domain is not TimeDomain.INGESTION_TIME:
+        if max_event_time_lag_ms is not None and domain is TimeDomain.PROCESSING_TIME:
             shown = names.shown("max_event_time_lag", max_event_time_lag_ms)
             msg = (
                 f"{names.label('max_event_time_lag')} ({shown}) needs "
-                f"{names.label('time_domain')} {TimeDomain.INGESTION_TIME.value!r}: "
-                f"the {domain.value!r} domain has no watermarks"
+                f"{names.label('time_domain')} {TimeDomain.INGESTION_TIME.value!r} or "
+                f"{TimeDomain.EVENT_TIME.value!r}: the {domain.value!r} domain has no watermarks"
             )
             raise InvalidArgumentError(msg)
         assigner = _assigner(timestamp_field, timestamp_assigner, deserializer, names)
+        if domain is TimeDomain.EVENT_TIME and assigner is None:
+            msg = (
+                f"{names.label('time_domain')} {TimeDomain.EVENT_TIME.value!r} compares each "
+                "event's own time with what its writer asserted: give "
+                f"{names.label('timestamp_field')} or {names.label('timestamp_assigner')}"
+            )
+            raise InvalidArgumentError(msg)
         time = names.checked(
             "max_event_time_lag", lambda: TimeKeeping.of(domain, assigner, max_event_time_lag_ms)
         )

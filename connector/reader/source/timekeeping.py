@@ -7,17 +7,20 @@ place):
 - :class:`TimeKeeping` says what watermark a group state carries: none in
   the processing-time domain (:class:`ProcessingTime`), the group
   watermark less the lag in the ingestion-time domain
-  (:class:`IngestionTime`); :meth:`TimeKeeping.advanced` is the one place a
-  frontier's watermark is computed, and it never steps back;
+  (:class:`IngestionTime`), the writers' group event time in the
+  event-time domain (:class:`EventTime`); :meth:`TimeKeeping.advanced` is
+  the one place a frontier's watermark is computed, and it never steps back;
 - :func:`rose` says whether a watermark rose above the last one;
 - :func:`is_late` says whether an event is late under a watermark.
 
 The initial watermark of a segment (its creation time - 1) is a rule the
 store shares, so it lives below both: :func:`connector.model.initial_watermark`.
 
-A third domain (watermarks asserted by writers) is one more subclass whose
-:meth:`~TimeKeeping.watermark` reads those: planners, readers and both
-engines ask only :class:`TimeKeeping`.
+The event-time domain (watermarks asserted by writers, seed 002) is one
+more subclass whose :meth:`~TimeKeeping.watermark` reads those, with the
+same group rule (:mod:`~connector.reader.group_state`) and the same rise
+and lateness rules as the others: planners, readers and both engines ask
+only :class:`TimeKeeping`.
 """
 
 from __future__ import annotations
@@ -29,10 +32,15 @@ from typing import Any, ClassVar, TypeVar
 
 from connector.errors import InvalidArgumentError
 from connector.reader.events import END_OF_TIME, TimeDomain
-from connector.reader.group_state import GroupState, group_watermark
+from connector.reader.group_state import (
+    NO_WRITER,
+    GroupState,
+    group_event_time,
+    group_watermark,
+)
 from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
 
-__all__ = ["IngestionTime", "ProcessingTime", "TimeKeeping", "is_late", "rose"]
+__all__ = ["EventTime", "IngestionTime", "ProcessingTime", "TimeKeeping", "is_late", "rose"]
 
 _Times = TypeVar("_Times")
 
@@ -67,12 +75,24 @@ class TimeKeeping(ABC):
     has_watermarks: ClassVar[bool]
 
     @abstractmethod
-    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> int | None:
-        """The event-time watermark of a group at ``state``, or None (no watermarks).
+    def watermark(
+        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
+    ) -> int | None:
+        """The event-time watermark of a group at ``state``, or None (none now).
 
-        ``fresher`` maps readable segments to watermarks newer than the
-        state's (a reader's own positions). Not yet checked to rise.
+        ``fresher`` maps readable segments to newer values than the state's
+        (a reader's own positions), each what :meth:`kept` keeps of one.
+        Not yet checked to rise.
         """
+
+    def kept(self, watermark: int, event_time: int | None) -> int | None:
+        """Which of a segment position's two times this domain's watermark is made of.
+
+        ``watermark`` is the segment's ingestion watermark there,
+        ``event_time`` its writers' event time (see
+        :class:`~connector.reader.group_state.SegmentCursor`).
+        """
+        return watermark
 
     @property
     def lag_ms(self) -> int | None:
@@ -88,7 +108,7 @@ class TimeKeeping(ABC):
         self,
         state: GroupState,
         last: int | None,
-        fresher: Mapping[str, int] | None = None,
+        fresher: Mapping[str, int | None] | None = None,
     ) -> int | None:
         """The watermark a frontier at ``state`` carries after one that carried ``last``.
 
@@ -102,7 +122,7 @@ class TimeKeeping(ABC):
         self,
         state: GroupState,
         last: int | None,
-        fresher: Mapping[str, int] | None = None,
+        fresher: Mapping[str, int | None] | None = None,
     ) -> int | None:
         """The watermark to yield now after ``last``, or None when it would not rise."""
         watermark = self.watermark(state, fresher)
@@ -118,16 +138,26 @@ class TimeKeeping(ABC):
 
         Raises:
             InvalidArgumentError: a lag for a domain without watermarks, or a
-                negative lag, naming it.
+                negative lag, naming it; the event-time domain without an
+                assigner (it compares the events' own times with the writers').
         """
         domain = TimeDomain.parse(domain)
+        if domain is TimeDomain.EVENT_TIME and (
+            assigner is None or isinstance(assigner, IngestionTimeAssigner)
+        ):
+            msg = (
+                "the event-time domain compares each event's own time with what its writer "
+                f"asserted: give a timestamp assigner (got {assigner!r})"
+            )
+            raise InvalidArgumentError(msg)
         assigner = assigner if assigner is not None else IngestionTimeAssigner()
         if domain is TimeDomain.INGESTION_TIME:
             return IngestionTime(assigner, 0 if lag_ms is None else lag_ms)
+        if domain is TimeDomain.EVENT_TIME:
+            return EventTime(assigner, 0 if lag_ms is None else lag_ms)
         if lag_ms:
             msg = (
-                f"a lag of {lag_ms!r} ms needs the ingestion-time domain: "
-                f"{domain.value!r} has no watermarks"
+                f"a lag of {lag_ms!r} ms needs a domain with watermarks: {domain.value!r} has none"
             )
             raise InvalidArgumentError(msg)
         return ProcessingTime(assigner)
@@ -140,23 +170,23 @@ class ProcessingTime(TimeKeeping):
     domain: ClassVar[TimeDomain] = TimeDomain.PROCESSING_TIME
     has_watermarks: ClassVar[bool] = False
 
-    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> None:
+    def watermark(self, state: GroupState, fresher: Mapping[str, int | None] | None = None) -> None:
         """None: this domain has no watermarks."""
         return None
 
 
 @dataclass(frozen=True)
-class IngestionTime(TimeKeeping):
-    """The ingestion-time domain: the group watermark less ``max_event_time_lag``.
+class _Lagged(TimeKeeping):
+    """A domain with watermarks, less a lag.
 
     Attributes:
-        max_event_time_lag_ms: how far event time may trail ingestion time (ms,
-            >= 0). Not the store's ``--max-watermark-lag-ms``, which is how
-            long a segment is idle before the store ticks its watermark.
+        max_event_time_lag_ms: how far event time may trail the watermark's
+            clock (ms, >= 0). Not the store's ``--max-watermark-lag-ms``,
+            which is how long a segment is idle before the store ticks its
+            watermark.
     """
 
     max_event_time_lag_ms: int = 0
-    domain: ClassVar[TimeDomain] = TimeDomain.INGESTION_TIME
     has_watermarks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -170,7 +200,52 @@ class IngestionTime(TimeKeeping):
         """``max_event_time_lag_ms``."""
         return self.max_event_time_lag_ms
 
-    def watermark(self, state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
-        """The group watermark less the lag; END_OF_TIME once the group is done."""
-        group = group_watermark(state, fresher)
+    def _less_lag(self, group: int) -> int:
         return group if group == END_OF_TIME else group - self.max_event_time_lag_ms
+
+
+@dataclass(frozen=True)
+class IngestionTime(_Lagged):
+    """The ingestion-time domain: the group watermark less ``max_event_time_lag``."""
+
+    domain: ClassVar[TimeDomain] = TimeDomain.INGESTION_TIME
+
+    def watermark(self, state: GroupState, fresher: Mapping[str, int | None] | None = None) -> int:
+        """The group watermark less the lag; END_OF_TIME once the group is done."""
+        return self._less_lag(group_watermark(state, fresher))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class EventTime(_Lagged):
+    """The event-time domain: the event time the writers asserted (seed 002), for the group.
+
+    The least over every unfinished segment of its writers' event time at
+    the group's position there (:func:`~connector.reader.group_state.group_event_time`);
+    a segment no active writer holds holds nobody back. The watermark
+    promises that no later event of a writer active at that position has an
+    event time at or below it, as long as the writers keep their promises;
+    an event that breaks one is late (:func:`is_late`), flagged and
+    reported, never dropped. No lag is subtracted unless given (for writers
+    that assert optimistically).
+    """
+
+    domain: ClassVar[TimeDomain] = TimeDomain.EVENT_TIME
+
+    def kept(self, watermark: int, event_time: int | None) -> int | None:
+        """The writers' event time: the event-time domain's watermark is made of those."""
+        return event_time
+
+    def watermark(
+        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
+    ) -> int | None:
+        """The group's writers' event time less the lag; END_OF_TIME once the group is done.
+
+        None while a segment's event time is not known (not read since it
+        was placed), or while no writer holds any: no watermark then.
+        """
+        group = group_event_time(state, fresher)
+        if group is None:
+            return None
+        if state.is_done:
+            return END_OF_TIME
+        return None if group == NO_WRITER else self._less_lag(group)
