@@ -36,6 +36,7 @@ from examples.sensors import (
     late_line,
     reading_line,
     watermark_line,
+    write_asserting_round,
     write_round,
 )
 
@@ -65,8 +66,13 @@ class FlinkSensorRun:
         return {(r["sensor"], r["seq"]) for r in self.written} <= out
 
 
-def sensor_job(env: Any, uri: str, stream: str, parallelism: int = 2) -> Any:
+def sensor_job(
+    env: Any, uri: str, stream: str, parallelism: int = 2, domain: str = "IngestionTime"
+) -> Any:
     """The ordering job over ``stream``: JSON rows ``{"kind": "released"|"late", ...}``.
+
+    ``domain``: ``IngestionTime`` (the group watermark less ``LAG_MS``) or
+    ``EventTime`` (the event time the sensors assert, seed 002).
 
     A released row carries ``wm``, the watermark that released it: the one in
     force when its event-time timer fired, which covers its timestamp. (A
@@ -90,17 +96,18 @@ def sensor_job(env: Any, uri: str, stream: str, parallelism: int = 2) -> Any:
             for value in super().on_timer(timestamp, ctx):
                 yield json.dumps({"kind": "released", "event": value[1], "wm": watermark})
 
-    reader = (
+    builder = (
         FlinkTidemarkReader.builder()
         .with_store(uri)
         .for_stream(stream, start="earliest")
         .with_deserialization_schema("json")
-        .with_time_domain(TimeDomain.INGESTION_TIME)
+        .with_time_domain(TimeDomain.parse(domain))
         .with_timestamp_assigner("ts")
-        .with_max_event_time_lag(LAG_MS)
         .with_parallelism(parallelism)
-        .build()
     )
+    if TimeDomain.parse(domain) is TimeDomain.INGESTION_TIME:
+        builder = builder.with_max_event_time_lag(LAG_MS)
+    reader = builder.build()
     released = (
         reader.create_stream(env)
         .key_by(lambda row: json.loads(row[1])["sensor"], key_type=Types.STRING())
@@ -121,6 +128,8 @@ def run_sensors_on_flink(
     rounds: int,
     parallelism: int = 2,
     timeout_s: float = 120.0,
+    domain: str = "IngestionTime",
+    c_idle_after: int | None = None,
 ) -> FlinkSensorRun:
     """Writes ``rounds`` rounds of readings while the Flink job orders them.
 
@@ -131,28 +140,55 @@ def run_sensors_on_flink(
     until every reading is either released or reported late (at most
     ``timeout_s`` seconds of real time for each wait). The job is cancelled on return.
 
+    In the ``EventTime`` domain each sensor writes with a writer of its own
+    that asserts after each reading; with ``c_idle_after``, C marks itself
+    idle after that many rounds and writes no more (the rounds after wait
+    for A's reading instead). At the end the stream is sealed, so B's early
+    readings come out too.
+
     Raises:
         TimeoutError: the job produced too little within ``timeout_s``.
     """
     run = FlinkSensorRun()
+    asserting = domain == "EventTime"
 
     def out(reading: tuple[str, int]) -> bool:
         _gather(run, output.rows)
         return reading in {(s, q) for s, q, *_ in run.released} | {(s, q) for s, q, _ in run.late}
 
-    with sensor_job(env, uri, stream, parallelism).execute_and_collect() as results:
+    with sensor_job(env, uri, stream, parallelism, domain).execute_and_collect() as results:
         output = Collected(results)
-        with StoreClient(uri) as client, EventWriter(client, stream, JsonSerializer()) as writer:
+        with StoreClient(uri) as client:
+            writers = {
+                sensor: EventWriter(client, stream, JsonSerializer(), writer_id=f"sensor-{sensor}")
+                for sensor in ("W", *OFFSETS_MS)
+            }
             warm_up = {"sensor": "W", "seq": -1, "ts": now_ms() - 2 * LAG_MS}
-            writer.write_event(warm_up, routing_key="W")
-            writer.flush()
+            writers["W"].write_event(warm_up, routing_key="W")
+            if asserting:
+                writers["W"].note_time(warm_up["ts"])
+            writers["W"].flush()
             _await(output, lambda: bool(output.rows), "the warm-up reading", pause, timeout_s)
+            writers["W"].close()  # idle: the warm-up writer holds nobody back
             for seq in range(rounds):
-                run.written.extend(write_round(writer, seq, now_ms))
+                c_writes = c_idle_after is None or seq < c_idle_after
+                sensors = [s for s in OFFSETS_MS if c_writes or s != "C"]
+                if asserting:
+                    round_readings = write_asserting_round(writers, seq, now_ms, sensors)
+                else:
+                    round_readings = write_round(writers["A"], seq, now_ms)
+                run.written.extend(round_readings)
                 pause()
                 # One round at a time: the late sensor's reading is judged against the
                 # watermark in force when it is read, so the job must not fall rounds behind.
-                _await(output, lambda seq=seq: out(("C", seq)), f"round {seq}", pause, timeout_s)
+                awaited = ("C" if c_writes else "A", seq)
+                _await(output, lambda r=awaited: out(r), f"round {seq}", pause, timeout_s)
+                if c_idle_after is not None and seq + 1 == c_idle_after:
+                    writers["C"].mark_idle()
+            for writer in writers.values():
+                writer.close()
+            if asserting:  # the end: every reading still held is due
+                client.seal_stream(*stream.split("/"))
 
         def settled() -> bool:
             _gather(run, output.rows)

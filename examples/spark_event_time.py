@@ -32,22 +32,29 @@ from examples.sensors import LAG_MS, late_line, reading_line, watermark_line, wr
 __all__ = ["SparkSensorRun", "await_batches", "run_sensors_on_spark", "sensor_query"]
 
 
-def sensor_query(spark: Any, uri: str, stream: str, checkpoint: str, table: str) -> Any:
-    """Starts the ordering query over ``stream`` into the memory table ``table``."""
+def sensor_query(
+    spark: Any, uri: str, stream: str, checkpoint: str, table: str, domain: str = "IngestionTime"
+) -> Any:
+    """Starts the ordering query over ``stream`` into the memory table ``table``.
+
+    ``domain``: ``IngestionTime`` (the store's clock less ``LAG_MS``) or
+    ``EventTime`` (the event time the sensors assert, no lag).
+    """
     from pyspark.sql import functions as F  # noqa: N812
 
     from spark_adapter import order_by_event_time, with_connector_watermark
 
-    readings = (
+    source = (
         spark.readStream.format("tidemark")
         .option("uri", uri)
         .option("stream", stream)
-        .option("timeDomain", "IngestionTime")
-        .option("maxEventTimeLag", f"{LAG_MS} milliseconds")
+        .option("timeDomain", domain)
         .option("deserializer", "json")
         .option("timestampField", "ts")
-        .load()
     )
+    if domain == "IngestionTime":
+        source = source.option("maxEventTimeLag", f"{LAG_MS} milliseconds")
+    readings = source.load()
     ordered = order_by_event_time(with_connector_watermark(readings), key_col="routing_key")
     return (
         ordered.select(

@@ -138,7 +138,12 @@ class FlinkTidemarkReaderBuilder:
         return self._set("deserialization_schema", name)
 
     def with_time_domain(self, domain: TimeDomain | str) -> FlinkTidemarkReaderBuilder:
-        """``PROCESSING_TIME`` (the default: no watermarks) or ``INGESTION_TIME``."""
+        """``PROCESSING_TIME`` (the default: no watermarks), ``INGESTION_TIME`` or ``EVENT_TIME``.
+
+        ``EVENT_TIME``: Flink's watermark is the event time the stream's
+        writers asserted (seed 002), the least of the writers active at the
+        group's position; it needs a timestamp assigner.
+        """
         return self._set("time_domain", domain)
 
     def with_timestamp_assigner(self, assigner: str) -> FlinkTidemarkReaderBuilder:
@@ -146,7 +151,12 @@ class FlinkTidemarkReaderBuilder:
         return self._set("timestamp_assigner", assigner)
 
     def with_max_event_time_lag(self, lag: int | timedelta) -> FlinkTidemarkReaderBuilder:
-        """How far event time may trail ingestion time (ms or a timedelta), default 0."""
+        """How far event time may trail the watermark (ms or a timedelta), default 0.
+
+        In the ingestion-time domain, how far event time may trail ingestion
+        time; in the event-time domain, a margin for writers that assert
+        optimistically.
+        """
         return self._set("max_event_time_lag", lag)
 
     def with_reader_group_name(self, name: str) -> FlinkTidemarkReaderBuilder:

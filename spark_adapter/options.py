@@ -64,7 +64,7 @@ _SOURCE_OPTIONS = (
     "deserializer",
     "readerGroup",
 )
-_SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId")
+_SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
 #: Options naming credential files (never a secret itself: Spark logs and shows options),
 #: and the :class:`ClientCredentials` field each sets. Every read and write takes them.
@@ -445,6 +445,11 @@ class SinkOptions:
             (default ``event``).
         write_id: for batch writes, names the write so that running the same
             write again appends nothing twice; None for a fresh id per write.
+        assert_watermark: for streaming writes, asserts the query's event-time
+            watermark on the stream after each committed micro-batch (see
+            :mod:`spark_adapter.query_watermark`).
+        checkpoint_location: the query's ``checkpointLocation`` option, which
+            Spark hands the sink too; where the query's watermarks are read.
     """
 
     uri: str
@@ -452,6 +457,8 @@ class SinkOptions:
     routing_key_column: str = "routing_key"
     event_column: str = "event"
     write_id: str | None = None
+    assert_watermark: bool = False
+    checkpoint_location: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -479,10 +486,19 @@ class SinkOptions:
                 msg = f"option {option!r} must name a column, got {name!r}"
                 raise InvalidArgumentError(msg)
             columns[option] = name
+        asserting = found.get("assertWatermark", "false").strip().lower()
+        if asserting not in ("true", "false"):
+            msg = f"option 'assertWatermark' is {found['assertWatermark']!r}: use true or false"
+            raise InvalidArgumentError(msg)
+        checkpoint = next(
+            (v for k, v in options.items() if k.lower() == "checkpointlocation"), None
+        )
         return cls(
             uri=_uri(found),
             stream=streams[0],
             routing_key_column=columns["routingKeyColumn"],
             event_column=columns["eventColumn"],
             write_id=write_id,
+            assert_watermark=asserting == "true",
+            checkpoint_location=checkpoint,
         )

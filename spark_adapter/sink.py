@@ -59,6 +59,11 @@ be kept between those calls.)
 Batch writes need ``mode("append")``: Spark refuses its default
 ``errorifexists`` for Python data sources, and this sink refuses
 ``overwrite`` (and the streaming ``complete`` mode) since a stream only grows.
+
+``assertWatermark`` (streaming writes): after each committed micro-batch
+the query asserts its event-time watermark on the stream, so a query that
+reads it in the event-time domain follows this one's output watermark
+(:mod:`spark_adapter.query_watermark`).
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from connector.client import BytesSerializer, EventWriter, StoreClient, StringSerializer
 from connector.errors import InvalidArgumentError, TidemarkError
 from spark_adapter.options import SinkOptions
+from spark_adapter.query_watermark import assert_query_watermark, checkpoint_folder
 from spark_adapter.schema import KIND, KIND_WATERMARK
 
 __all__ = [
@@ -220,6 +226,9 @@ class TidemarkBatchWriter(DataSourceWriter):
 
     def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool):
         _check_append(overwrite)
+        if options.assert_watermark:
+            msg = "option 'assertWatermark' is for streaming writes: a batch write has no watermark"
+            raise InvalidArgumentError(msg)
         self.options = options
         self.columns = _Columns.of(options, schema)
         self.write_id = options.write_id or uuid.uuid4().hex
@@ -253,6 +262,8 @@ class TidemarkStreamWriter(DataSourceStreamWriter):
 
     def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool):
         _check_append(overwrite)
+        if options.assert_watermark:
+            checkpoint_folder(options.checkpoint_location)  # refused now, not after a batch
         self.options = options
         self.columns = _Columns.of(options, schema)
 
@@ -272,8 +283,14 @@ class TidemarkStreamWriter(DataSourceStreamWriter):
         return _write_rows(self.options, self.columns, writer_id, partition, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        """Nothing to finish: every event of the batch is durable already."""
+        """Every event of the batch is durable already; with ``assertWatermark``, asserts it.
+
+        The watermark the batch ran with is asserted on the stream after the
+        batch's events (see :mod:`spark_adapter.query_watermark`).
+        """
         _log.info("tidemark micro-batch %d committed %d events", batchId, _total(messages))
+        if self.options.assert_watermark:
+            assert_query_watermark(self.options, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         """Nothing to undo: when the batch runs again its writers replay and add only the rest."""

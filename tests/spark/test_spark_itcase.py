@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from examples.sensors import LAG_MS, OFFSETS_MS
-from examples.spark_event_time import run_sensors_on_spark
+from connector import EventWriter, JsonSerializer
+from examples.sensors import LAG_MS, OFFSETS_MS, write_asserting_round
+from examples.spark_event_time import run_sensors_on_spark, sensor_query
 from spark_adapter import tumbling_window_count, with_connector_watermark
 
 from .conftest import BatchLog, SyntheticStore, settle, stored_json
@@ -176,3 +177,66 @@ def df_reader(spark: Any, uri: str, stream: str, lag_ms: int) -> Any:
 def _ms(value: datetime) -> int:
     """Epoch ms of a timestamp from ``collect`` (naive, in this process's local time)."""
     return round(value.timestamp() * 1000)
+
+
+def test_with_the_sensors_assertions_spark_waits_for_c_and_moves_on_once_c_is_idle(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
+) -> None:
+    """The event-time domain: each sensor asserts its own event time (seed 002).
+
+    While C (slow) asserts, Spark's watermark is C's latest assertion: A's
+    and B's readings wait for it and nothing is late. Once C marks itself
+    idle the watermark moves on with A and B and their readings come out
+    without C; at the end every reading came out once, in event-time order
+    per sensor, none late.
+    """
+    store = synthetic_store
+    stream = store.create_stream(segments=2)
+    table = f"asserted_{uuid.uuid4().hex[:8]}"
+    writers = {
+        s: EventWriter(store.client, stream, JsonSerializer(), writer_id=f"sensor-{s}")
+        for s in "ABC"
+    }
+    written: list[dict[str, Any]] = []
+    query = sensor_query(
+        spark, store.uri, stream, str(tmp_path / "checkpoint"), table, domain="EventTime"
+    )
+
+    def rows() -> list[Any]:
+        return spark.sql(f"select sensor, seq, ts, late from {table}").collect()
+
+    try:
+        for seq in range(4):
+            written.extend(write_asserting_round(writers, seq, store.clock.now_ms))
+            store.advance(PAUSE_MS)
+            settle(query)
+            slowest = max(r["ts"] for r in written if r["sensor"] == "C")
+            assert spark_watermark_ms(query) <= slowest, "the watermark waits for C"
+            assert {(r.sensor, r.seq) for r in rows()} == {
+                (r["sensor"], r["seq"]) for r in written if r["ts"] <= spark_watermark_ms(query)
+            }
+        held = len(rows())
+        writers["C"].mark_idle()
+        for seq in range(4, 7):
+            written.extend(write_asserting_round(writers, seq, store.clock.now_ms, "AB"))
+            store.advance(PAUSE_MS)
+            settle(query)
+        last_a = max(r["ts"] for r in written if r["sensor"] == "A")
+        assert spark_watermark_ms(query) == last_a, "without C the watermark follows A"
+        assert len(rows()) > held and {(r.sensor, r.seq) for r in rows()} >= {
+            (r["sensor"], r["seq"]) for r in written if r["sensor"] in "AC"
+        }
+        store.client.seal_stream(*stream.split("/"))  # the end: B's early readings are due
+        store.advance(PAUSE_MS)
+        settle(query)
+        settle(query)
+    finally:
+        query.stop()
+    output = rows()
+    assert not any(r.late for r in output), "nothing is late"
+    assert Counter((r.sensor, r.seq) for r in output) == Counter(
+        (r["sensor"], r["seq"]) for r in written
+    )
+    for sensor in "ABC":
+        theirs = [r.ts for r in output if r.sensor == sensor]
+        assert theirs == sorted(theirs)
