@@ -289,6 +289,8 @@ class Engine:
                 _log.debug("closing the NATS connection: %s", error)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()  # its selector and self-pipe: three descriptors otherwise left open
 
     # --- requests ------------------------------------------------------------------
 
