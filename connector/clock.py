@@ -16,10 +16,17 @@ __all__ = ["Clock", "ManualClock", "SystemClock", "utc_text"]
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: The last millisecond a date can name: 9999-12-31T23:59:59.999Z.
+_LATEST_MS = 253_402_300_799_999
 
 
 def utc_text(ms: int) -> str:
-    """Epoch milliseconds as people read them: ``2023-11-14T22:13:20.000Z`` (UTC, ISO 8601)."""
+    """Epoch milliseconds as people read them: ``2023-11-14T22:13:20.000Z`` (UTC, ISO 8601).
+
+    A time past the last date (a watermark at the end of time) reads ``end of time``.
+    """
+    if ms > _LATEST_MS:
+        return "end of time"
     # Whole milliseconds, not a float of seconds: exact at any date (9999 too).
     moment = _EPOCH + datetime.timedelta(milliseconds=ms)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -48,8 +48,10 @@ def _report_text(report: WatermarkReport) -> str:
     )
     for g in report.groups:
         holding = f"held back by {g.holding_back}: {g.reason}" if g.holding_back else g.reason
+        mark = watermark_text(g.watermark)
         lines.append(
-            f"group {g.group}: watermark {watermark_text(g.watermark)}, lag {g.lag_ms}ms, {holding}"
+            f"group {g.group}: watermark {mark}, lag {g.lag_ms}ms, {holding}; "
+            f"writers' event time {event_time_text(g.event_time_watermark)}"
         )
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ from typing import Any
 from connector.client import StoreClient
 from connector.names import StreamId
 from connector.reader.group import ReaderGroupManager
-from connector.reader.group_state import group_watermark
+from connector.reader.group_state import NO_WRITER, group_event_time, group_watermark
 from connector.reader.membership import GroupRecord
 
 __all__ = [
@@ -46,7 +46,12 @@ class SegmentWatermark:
 
 @dataclass(frozen=True)
 class GroupWatermark:
-    """A reader group: its watermark, the segment (and reader) holding it back, and why."""
+    """A reader group: its watermark, the segment (and reader) holding it back, and why.
+
+    ``event_time_watermark`` is the group's writers' event time (the
+    event-time domain's watermark before it is yielded): None while a
+    segment's is not known yet, or no writer holds any.
+    """
 
     group: str
     watermark: int
@@ -54,6 +59,7 @@ class GroupWatermark:
     holding_back: str | None
     reader: str | None
     reason: str = ""
+    event_time_watermark: int | None = None
 
 
 @dataclass(frozen=True)
@@ -137,11 +143,16 @@ def watermarks(
                 holding_back=holding,
                 reader=record.assignments.get(holding) if holding else None,
                 reason=held_back_because(record, holding, tail),
+                event_time_watermark=_held(group_event_time(state)),
             )
         )
     return WatermarkReport(
         str(stream), now, tuple(segments), tuple(reports), min(held_open, default=None)
     )
+
+
+def _held(event_time: int | None) -> int | None:
+    return None if event_time == NO_WRITER else event_time
 
 
 def held_back_because(record: GroupRecord, holding: str | None, tail_watermark: int | None) -> str:

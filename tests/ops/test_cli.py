@@ -232,6 +232,9 @@ def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_acti
     text = run(store_server.uri, "stream", "describe", "ops/s").output
     assert "LAST ASSERTION" in text and "sensor-c" in text and "2023-11-14T22:13:11.000Z" in text
 
+    ReaderGroupManager(client).create_reader_group("ops", "g", ["ops/s"])
+    (group,) = ok_json(store_server.uri, "watermarks", "ops/s", "--group", "g")["groups"]
+    assert group["event_time_watermark"] is None  # not known until its readers read
     client.assert_watermark("ops", "s", "sensor-c", 1, None)  # c idles
     described = ok_json(store_server.uri, "stream", "describe", "ops/s")
     assert [w["writer_id"] for w in described["writers"]] == ["sensor-a"]

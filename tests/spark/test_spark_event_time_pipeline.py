@@ -19,12 +19,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from pyspark.sql import functions as F  # noqa: N812
 
 from connector import EventWriter, JsonSerializer
 from connector.errors import InvalidArgumentError
 from examples.sensors import write_asserting_round
-from spark_adapter import tumbling_window_count, window_count, with_connector_watermark
+from examples.spark_chained_pipeline import count_job, recount_job
 
 from .conftest import BatchLog, SyntheticStore, settle, stored_events
 
@@ -33,64 +32,14 @@ pytestmark = pytest.mark.slow
 S = 1_000  # ms per second
 
 
-def read(spark: Any, store: SyntheticStore, stream: str, domain: str) -> Any:
-    """``stream``'s JSON events with their event time in ``ts``, in ``domain``."""
-    reader = (
-        spark.readStream.format("tidemark")
-        .option("uri", store.uri)
-        .option("stream", stream)
-        .option("timeDomain", domain)
-        .option("deserializer", "json")
-        .option("timestampField", "ts")
-    )
-    if domain == "IngestionTime":
-        reader = reader.option("maxEventTimeLag", "0 seconds")
-    return reader.load()
-
-
 def job_one(spark: Any, store: SyntheticStore, readings: str, counts: str, folder: Any) -> Any:
-    """Each sensor's readings per 1 s window, to ``counts``, stamped with the window's end."""
-    windows = window_count(
-        with_connector_watermark(read(spark, store, readings, "EventTime")), "1 second"
-    )
-    results = windows.select(
-        F.col("routing_key").alias("sensor"),
-        F.to_json(
-            F.struct(
-                F.unix_millis("window_end").alias("ts"),
-                F.unix_millis("window_start").alias("start"),
-                F.col("count"),
-            )
-        ).alias("body"),
-    )
-    return (
-        results.writeStream.outputMode("append")
-        .format("tidemark")
-        .option("checkpointLocation", str(folder))
-        .options(
-            uri=store.uri,
-            stream=counts,
-            routingKeyColumn="sensor",
-            eventColumn="body",
-            assertWatermark="true",
-        )
-        .start()
-    )
+    return count_job(spark, store.uri, readings, counts, str(folder))
 
 
 def job_two(
     spark: Any, store: SyntheticStore, counts: str, domain: str, log: BatchLog, folder: Any
 ) -> Any:
-    """Job 1's results counted again per 3 s window, late ones flagged (Python's own windows)."""
-    windows = tumbling_window_count(
-        with_connector_watermark(read(spark, store, counts, domain)), "3 seconds"
-    )
-    return (
-        windows.writeStream.outputMode("append")
-        .option("checkpointLocation", str(folder))
-        .foreachBatch(log)
-        .start()
-    )
+    return recount_job(spark, store.uri, counts, str(folder), log, domain)
 
 
 def test_a_job_chained_through_an_asserted_stream_finds_no_result_of_the_first_late(
