@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connector.errors import InvalidArgumentError
-from connector.reader.group_state import GroupState
+from connector.reader.group_state import GroupState, least_event_time
 from connector.reader.source.timekeeping import rose
 
 __all__ = ["Frontier"]
@@ -93,7 +93,11 @@ class Frontier:
         for segment, cursor in self.state.cursors.items():
             limit = target.state.cursors.get(segment)
             if limit is not None and cursor.offset == limit.offset:
-                cursors[segment] = replace(cursor, watermark=min(cursor.watermark, limit.watermark))
+                cursors[segment] = replace(
+                    cursor,
+                    watermark=min(cursor.watermark, limit.watermark),
+                    event_time=least_event_time(cursor.event_time, limit.event_time),
+                )
         watermark = self.watermark
         if rose(watermark, target.watermark):
             watermark = (
