@@ -23,11 +23,11 @@ from connector._proto import store_pb2, store_pb2_grpc
 
 def _declared(name: str) -> Requirement:
     """The core dependency ``name`` as the installed package declares it."""
-    for line in metadata.requires("tidemark") or []:
+    for line in metadata.requires("tidemark-store") or []:
         requirement = Requirement(line)
         if requirement.name == name and requirement.marker is None:
             return requirement
-    msg = f"tidemark declares no core dependency on {name!r}"
+    msg = f"tidemark-store declares no core dependency on {name!r}"
     raise AssertionError(msg)
 
 
