@@ -32,7 +32,7 @@ from connector.reader.source.cuts import StreamCut, start_state
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget
 from connector.reader.source.planner import SourcePlanner, Step
-from connector.reader.source.probe import PROBE_TIMEOUT_S, probe_store
+from connector.reader.source.probe import PROBE_BOUND_S, PROBE_TIMEOUT_S, probe_store
 from connector.reader.source.ranges import READ_CHUNK_BYTES, SegmentRange, read_range
 from connector.reader.source.spec import OptionNames, ReadSpec, StreamRead
 from connector.reader.source.tasks import ReadTask
@@ -46,6 +46,7 @@ from connector.reader.source.timekeeping import (
 )
 
 __all__ = [
+    "PROBE_BOUND_S",
     "PROBE_TIMEOUT_S",
     "READ_CHUNK_BYTES",
     "Budget",

@@ -34,21 +34,26 @@ from connector.names import SegmentId, StreamId
 from connector.reader.source.cuts import StreamCut
 from connector.reader.source.spec import ReadSpec
 
-__all__ = ["PROBE_TIMEOUT_S", "probe_store"]
+__all__ = ["PROBE_BOUND_S", "PROBE_TIMEOUT_S", "probe_store"]
 
 #: How long the probe gives the store, in seconds. Nothing listening at the address fails
 #: at once (the connection is refused); a store that takes the connection and does not
 #: answer (a stopped process, a store still starting) fails once this has passed.
 PROBE_TIMEOUT_S = 5.0
+#: The most a probe of a store that does not answer takes, in seconds: the timeout, then
+#: the client's own look at why (whether the port speaks TLS or plaintext, and a TLS
+#: handshake: a second each at most).
+PROBE_BOUND_S = PROBE_TIMEOUT_S + 2.0
 
 
 def probe_store(spec: ReadSpec, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Checks once that ``spec`` can be read: the store answers, its streams and cut segments exist.
 
-    Blocks at most about ``timeout_s`` seconds: an address where nothing
-    listens fails at once, one where something takes the connection and
-    does not answer once ``timeout_s`` has passed (the client retries until
-    then, so a store that is starting gets that long).
+    An address where nothing listens fails at once; one where something
+    takes the connection and does not answer once ``timeout_s`` has passed
+    (the client retries until then, so a store that is starting gets that
+    long), and the client has looked at why (up to 2 s more: with the
+    default, :data:`PROBE_BOUND_S` in all).
 
     Raises:
         StoreUnavailableError: the store did not answer in time; names the URI.
