@@ -105,10 +105,8 @@ class _Reading:
         if partition.task is None or not partition.task.ranges:
             return
         spec = self._spec
-        # Spark's rows carry no lateness: the columns are read with no watermark in force.
-        task = ReadTask(partition.task.lane, partition.task.ranges)
         with spec.client() as client:
-            columns = read_columns(client, task, spec.time, spec.deserializer)
+            columns = read_columns(client, partition.task, spec.time, spec.deserializer)
             yield from arrow_batches(columns, partition.watermark, schema)
 
     def _stop(self) -> None:

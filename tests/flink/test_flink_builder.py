@@ -32,7 +32,7 @@ def test_a_complete_builder_gives_the_settings_it_was_told():
     settings = reader.settings
     spec = settings.spec
     assert spec.time.domain is TimeDomain.INGESTION_TIME
-    assert (spec.assigner, spec.time.lag_ms) == (FieldTimestampAssigner("ts"), 5_000)
+    assert (spec.time.assigner, spec.time.lag_ms) == (FieldTimestampAssigner("ts"), 5_000)
     assert (settings.parallelism, spec.call_timeout_ms) == (3, 2_000)
     assert settings.uid_prefix == "sensors-source"
     assert spec.streams[0].start == StreamCut.earliest() and not spec.bounded

@@ -35,7 +35,7 @@ def test_defaults_read_strings_from_the_earliest_cut_in_processing_time() -> Non
     assert options.start == StreamCut.earliest()
     assert options.end is None
     assert options.deserializer == "string"
-    assert isinstance(options.assigner, IngestionTimeAssigner)
+    assert isinstance(options.time.assigner, IngestionTimeAssigner)
 
 
 def test_every_option_parses_and_names_are_case_insensitive() -> None:
@@ -61,7 +61,7 @@ def test_every_option_parses_and_names_are_case_insensitive() -> None:
     assert options.end == StreamCut.latest()
     assert (options.budget.max_events, options.budget.max_bytes) == (1000, 1_048_576)
     assert options.deserializer == "json"
-    assert isinstance(options.assigner, FieldTimestampAssigner)
+    assert isinstance(options.time.assigner, FieldTimestampAssigner)
 
 
 def test_parsed_options_are_a_frozen_plain_value() -> None:
@@ -75,7 +75,7 @@ def test_parsed_options_are_a_frozen_plain_value() -> None:
 
 def test_a_timestamp_assigner_names_an_importable_function() -> None:
     options = source(timestampAssigner=f"{__name__}:event_time_stamp", deserializer="json")
-    assert options.assigner.extract_timestamp({"t": 42}, 0) == 42
+    assert options.time.assigner.extract_timestamp({"t": 42}, 0) == 42
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
 from connector.client.connection import StoreClient, parse_uri
-from connector.client.serializers import SERIALIZER_NAMES, Serializer, serializer_named
+from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError
 from connector.names import StreamId
 from connector.reader.events import TimeDomain
@@ -220,21 +220,12 @@ class ReadSpec:
             return None
         return _joined(read.end for read in self.streams if read.end is not None)
 
-    @property
-    def assigner(self) -> TimestampAssigner[Any]:
-        """The timestamp assigner."""
-        return self.time.assigner
-
     def client(self) -> StoreClient:
         """A new client of the store (the caller closes it)."""
         if self.call_timeout_ms is None:
             return StoreClient(self.uri)
         timeout_s = self.call_timeout_ms / 1000
         return StoreClient(self.uri, retry_timeout_s=timeout_s, call_timeout_s=timeout_s)
-
-    def serializer(self) -> Serializer[Any]:
-        """The deserializer of the events."""
-        return serializer_named(self.deserializer)
 
 
 def store_uri(
