@@ -298,14 +298,18 @@ def spawn_server(
 
     ``spawn_server(data_dir, *extra_args)`` runs ``python -m connector.server
     --data-dir DATA_DIR --listen 127.0.0.1:0 EXTRA_ARGS`` and returns once it
-    has printed where it listens. On JetStream the server gets ``--storage
-    jetstream`` on the shared cluster in the namespace standing for DATA_DIR
-    instead: a server started again on the same dir finds the same streams.
+    has printed where it listens. ``open_files_limit=N`` starts the server
+    (only it, never the test process) under a descriptor limit of N. On
+    JetStream the server gets ``--storage jetstream`` on the shared cluster
+    in the namespace standing for DATA_DIR instead: a server started again
+    on the same dir finds the same streams.
     With DATA_DIR None, EXTRA_ARGS alone say where the store is.
     """
     processes: list[subprocess.Popen[bytes]] = []
 
-    def spawn(server_data_dir: pathlib.Path | None, *extra_args: str) -> ServerProcess:
+    def spawn(
+        server_data_dir: pathlib.Path | None, *extra_args: str, open_files_limit: int | None = None
+    ) -> ServerProcess:
         log_path = tmp_path / f"server-{len(processes)}.log"
         where = ["--data-dir", str(server_data_dir)]
         if server_data_dir is None:  # the extra arguments say where the store is
@@ -319,7 +323,11 @@ def spawn_server(
                 "--nats-namespace",
                 jetstream_places.namespace(server_data_dir),
             ]
+        limit = []
+        if open_files_limit is not None:
+            limit = ["prlimit", f"--nofile={open_files_limit}", "--"]
         command = [
+            *limit,
             sys.executable,
             "-m",
             "connector.server",
