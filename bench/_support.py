@@ -232,14 +232,16 @@ class StoreServerProcess(ChildProcess):
     """``python -m connector.server`` on ``127.0.0.1:0`` in a temporary data directory.
 
     Started once it printed ``listening on HOST:PORT`` (then ``uri`` is known);
-    :meth:`stop` also removes the data directory.
+    :meth:`stop` also removes the data directory. ``where`` replaces
+    ``--data-dir`` (``--storage jetstream --nats-url ...``).
     """
 
-    def __init__(self, *extra_args: str):
+    def __init__(self, *extra_args: str, where: Sequence[str] | None = None):
         self._scratch = tempfile.TemporaryDirectory(prefix="tidemark-bench-")
         data_dir = os.path.join(self._scratch.name, "data")
         self.args = list(extra_args)
-        argv = [sys.executable, "-m", "connector.server", "--data-dir", data_dir,
+        location = list(where) if where is not None else ["--data-dir", data_dir]
+        argv = [sys.executable, "-m", "connector.server", *location,
                 "--listen", "127.0.0.1:0", *extra_args]  # fmt: skip
         try:
             super().__init__(argv, os.path.join(self._scratch.name, "server.log"), name="server")

@@ -41,6 +41,13 @@ def split_append(
     what its headers say.
     """
     key_sizes = [len(key.encode()) for key in keys] if keys else None
+    whole = sum(map(len, events)) + _FRAME_OVERHEAD * len(events) + sum(key_sizes or ())
+    if whole <= room:  # the usual case: one message, sized without a walk over the events
+        return [
+            _message(
+                events, keys, 0, len(events), first_event_number, start, time_ms, writer_id, token
+            )
+        ]
     messages: list[tuple[bytes, Appended]] = []
     begin, size = 0, 0
     for i, event in enumerate(events):
