@@ -109,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
             "TLS; nats://user:password@host:4222 with credentials)"
         ),
     )
+    jetstream.add_argument("--nats-user", metavar="NAME", help="the user to connect as")
+    jetstream.add_argument(
+        "--nats-password-file", metavar="FILE", help="a file holding --nats-user's password"
+    )
     jetstream.add_argument("--nats-creds", metavar="FILE", help="a NATS credentials file (JWT)")
     jetstream.add_argument("--nats-tls-ca", metavar="FILE", help="PEM CA of the cluster's TLS")
     jetstream.add_argument(
@@ -199,6 +203,7 @@ CLUSTER_UNAVAILABLE_EXIT = 4
 
 #: The JetStream store's settings by the flags that set them.
 _JETSTREAM_FLAGS = {
+    "user and password_file": "--nats-user and --nats-password-file",
     "unavailable_retry_s": "--nats-retry-s",
     "replicas": "--nats-replicas",
     "namespace": "--nats-namespace",
@@ -224,6 +229,8 @@ def _storage_config(
         servers=servers,
         namespace=args.nats_namespace,
         replicas=args.nats_replicas,
+        user=args.nats_user,
+        password_file=args.nats_password_file,
         creds_file=args.nats_creds,
         tls_ca_file=args.nats_tls_ca,
         unavailable_retry_s=args.nats_retry_s,

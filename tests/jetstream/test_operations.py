@@ -19,7 +19,7 @@ from connector.clock import ManualClock
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
 from connector.store.jetstream.local_cluster import LocalCluster
-from tests.conftest import wait_until
+from tests.conftest import _read_listening_line, wait_until
 from tests.ops.metric_rules import naming_violations
 from tests.probes import scrape
 
@@ -97,3 +97,30 @@ def test_the_server_refuses_to_start_without_a_cluster_to_reach_in_one_line(tmp_
         refused = subprocess.run([*command[:5], *extra], capture_output=True, text=True, timeout=60)
         assert refused.returncode == 2
         assert said in refused.stderr
+
+
+def test_a_cluster_that_wants_a_password_is_reached_with_the_password_file_and_not_without(
+    start_nats_cluster: Callable[..., LocalCluster], tmp_path
+) -> None:
+    cluster = start_nats_cluster(user="tidemark", password="s3cret")
+    password = tmp_path / "nats.password"
+    password.write_text("s3cret\n")
+    command = [sys.executable, "-m", "connector.server", "--storage", "jetstream"]
+    command += ["--nats-url", ",".join(cluster.urls), "--nats-retry-s", "2"]
+    command += ["--listen", "127.0.0.1:0"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 4, refused.stderr
+    assert "s3cret" not in refused.stderr
+    with subprocess.Popen(
+        [*command, "--nats-user", "tidemark", "--nats-password-file", str(password)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as server:
+        try:
+            address = _read_listening_line(server, timeout=30)
+            with StoreClient(f"tidemark://{address}") as client:
+                StreamManager(client).create_scope("auth")
+                assert client.create_stream("auth", "s", 1).segments
+        finally:
+            server.terminate()
+            assert server.wait(timeout=30) == 0

@@ -25,6 +25,9 @@ class JetStreamConfig(StorageConfig):
         replicas: JetStream's replication factor for every stream and bucket
             the store makes (3 on a 3-node cluster: an acknowledgement then
             means a quorum of 2 stored it).
+        user: the user to connect as, with ``password_file`` (a password
+            in the URLs works too, but shows in a process list).
+        password_file: a file holding the user's password (its first line).
         creds_file: a NATS credentials file (JWT and NKey seed), if the
             cluster uses decentralised authentication.
         tls_ca_file: the CA that signed the cluster's certificates (for
@@ -41,6 +44,8 @@ class JetStreamConfig(StorageConfig):
     servers: tuple[str, ...] = ("nats://127.0.0.1:4222",)
     namespace: str = "tidemark"
     replicas: int = 3
+    user: str | None = None
+    password_file: str | None = None
     creds_file: str | None = None
     tls_ca_file: str | None = None
     unavailable_retry_s: float = 10.0
@@ -66,6 +71,9 @@ class JetStreamConfig(StorageConfig):
             if not isinstance(value, int | float) or value <= 0:
                 msg = f"{name} must be > 0, got {value!r}"
                 raise InvalidArgumentError(msg)
+        if (self.user is None) != (self.password_file is None):
+            msg = "user and password_file go together"
+            raise InvalidArgumentError(msg)
         if not isinstance(self.read_cache_bytes, int) or self.read_cache_bytes < 0:
             msg = f"read_cache_bytes must be >= 0, got {self.read_cache_bytes!r}"
             raise InvalidArgumentError(msg)

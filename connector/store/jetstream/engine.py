@@ -42,7 +42,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from connector.errors import StoreUnavailableError, TidemarkError
+from connector.errors import InvalidArgumentError, StoreUnavailableError, TidemarkError
 from connector.store.jetstream.config import JetStreamConfig
 
 __all__ = [
@@ -157,6 +157,16 @@ class Backoff:
         self._wait_s = min(self._wait_s * 2, self._most_s)
 
 
+def _first_line(path: str) -> str:
+    """The first line of the file at ``path`` (a password), without its line end."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.readline().rstrip("\r\n")
+    except OSError as error:
+        msg = f"the NATS password file {path!r} cannot be read: {error.strerror}"
+        raise InvalidArgumentError(msg) from None
+
+
 def _headers_of(msg: Msg) -> dict[str, str]:
     return dict(msg.headers or {})
 
@@ -229,8 +239,12 @@ class Engine:
         }
         if config.creds_file:
             options["user_credentials"] = config.creds_file
+        if config.user is not None:
+            options["user"] = config.user
         if config.tls_ca_file:
             options["tls"] = ssl.create_default_context(cafile=config.tls_ca_file)
+        if config.user is not None and config.password_file is not None:
+            options["password"] = _first_line(config.password_file)  # a bad file: said at once
         try:
             # With reconnects unbounded nats-py would try the first connection for ever too.
             self._nc = await asyncio.wait_for(nats.connect(**options), config.unavailable_retry_s)

@@ -46,8 +46,9 @@ _log = logging.getLogger(__name__)
 #: How many messages one catch-up request asks for, and how many bytes at most.
 _CATCH_UP_BATCH = 1_000
 _CATCH_UP_BYTES = 16 * 1024 * 1024
-#: The most bytes one read's fetch asks for.
-_READ_BYTES = 64 * 1024 * 1024
+#: What a read's fetch asks for beyond the messages it needs: those a reader reads next.
+_READ_AHEAD_BYTES = 8 * 1024 * 1024
+_READ_AHEAD_MESSAGES = 16
 #: How many times a read asks replicas for messages it knows exist before asking the leader.
 _REPLICA_TRIES = 3
 
@@ -170,10 +171,18 @@ class Follower:
         missing = [seq for seq, payload in found.items() if payload is None]
         if missing:
             budget = self._engine.config.unavailable_retry_s
-            found.update(self._engine.run(self._fetch(segment.subject, missing, budget)))
+            room = segment.bytes_of(missing) + _READ_AHEAD_BYTES
+            found.update(self._engine.run(self._fetch(segment.subject, missing, room, budget)))
         return [found[seq] for seq in seqs]  # type: ignore[misc]
 
-    async def _fetch(self, subject: str, seqs: list[int], budget_s: float) -> dict[int, bytes]:
+    async def _fetch(
+        self, subject: str, seqs: list[int], room: int, budget_s: float
+    ) -> dict[int, bytes]:
+        """The payloads of messages ``seqs`` of ``subject``, and up to ``room`` bytes in all.
+
+        The messages after the ones asked for that fit ``room`` come along
+        and are kept in the cache: a reader reading on finds them there.
+        """
         wanted = set(seqs)
         got: dict[int, bytes] = {}
         backoff = Backoff(budget_s)
@@ -182,9 +191,9 @@ class Follower:
             left = sorted(wanted - set(got))
             try:
                 if tries < _REPLICA_TRIES:
-                    # A few more than asked: ticks between the appends come along.
+                    # More than asked: ticks between come along, and the messages read next.
                     fetched, _ = await self._engine.fetch_batch(
-                        self.stream_name, left[0], len(left) + 16, _READ_BYTES, subject
+                        self.stream_name, left[0], len(left) + _READ_AHEAD_MESSAGES, room, subject
                     )
                 else:
                     fetched = [await self._engine.get_message(self.stream_name, left[0])]
@@ -196,9 +205,10 @@ class Follower:
                 raise EngineUnavailable(msg) from None
             progressed = False
             for message in fetched:
+                if message.data:  # an append's (ticks and markers have none)
+                    self._cache.put(self.stream_name, message.seq, message.data)
                 if message.seq in wanted:
                     got[message.seq] = message.data
-                    self._cache.put(self.stream_name, message.seq, message.data)
                     progressed = True
             tries = 0 if progressed else tries + 1
         return got

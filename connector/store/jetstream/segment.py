@@ -184,6 +184,16 @@ class JetStreamSegment(PublishedSegment):
         ]
         return b"".join(parts)
 
+    def bytes_of(self, seqs: Sequence[int]) -> int:
+        """The payload bytes of the append messages at ``seqs``."""
+        total = 0
+        with self._changed:
+            for seq in seqs:  # the directory is in sequence order too
+                i = bisect.bisect_left(self._seqs, seq)
+                if i < len(self._seqs) and self._seqs[i] == seq:
+                    total += self._ends[i] - self._starts[i]
+        return total
+
     def directory(self) -> list[tuple[int, int, int]]:
         """Every append message: (sequence, start, end), in offset order (for tests)."""
         with self._changed:
