@@ -75,14 +75,15 @@ bench: $(SPARK_STAMP) $(FLINK_STAMP)
 	$(FLINK_PY) bench/run.py flink
 
 # Prints the nodes' client URLs, for `tidemark-server --storage jetstream --nats-url ...`.
-cluster-up: $(SPARK_STAMP)
+# The environment is built if missing, never rebuilt under a running cluster (order-only).
+cluster-up: | $(SPARK_STAMP)
 	$(SPARK_PY) -m connector.store.jetstream.local_cluster up --dir $(CLUSTER_DIR)
 
-cluster-status: $(SPARK_STAMP)
+cluster-status: | $(SPARK_STAMP)
 	$(SPARK_PY) -m connector.store.jetstream.local_cluster status --dir $(CLUSTER_DIR)
 
 # Stops the nodes and removes their data.
-cluster-down: $(SPARK_STAMP)
+cluster-down: | $(SPARK_STAMP)
 	$(SPARK_PY) -m connector.store.jetstream.local_cluster down --dir $(CLUSTER_DIR) --wipe
 
 proto: $(FLINK_STAMP)

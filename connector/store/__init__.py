@@ -2,7 +2,9 @@
 
 :class:`Storage` is the seam the server works against; :func:`open_storage`
 opens the storage a configuration names: :class:`SegmentStore` (files in a
-data dir, :class:`StoreConfig`) by default.
+data dir, :class:`StoreConfig`) by default, or the JetStream store
+(:mod:`connector.store.jetstream`, a replicated NATS JetStream cluster,
+``JetStreamConfig``).
 """
 
 from connector.store.config import StorageConfig, StoreConfig, StoreObserver

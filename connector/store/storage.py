@@ -271,7 +271,10 @@ class Storage(Protocol):
 
 
 def open_storage(config: StorageConfig) -> Storage:
-    """The storage ``config`` describes, opened: the file store for a :class:`StoreConfig`.
+    """The storage ``config`` describes, opened.
+
+    The file store for a :class:`StoreConfig`, the JetStream store for a
+    ``JetStreamConfig`` (it needs nats-py).
 
     Raises:
         InvalidArgumentError: the configuration names no storage this build has,
