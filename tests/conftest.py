@@ -14,8 +14,10 @@ import itertools
 import os
 import pathlib
 import selectors
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,6 +44,22 @@ CLOCK_START_MS = 1_700_000_000_000
 _stream_numbers = itertools.count()
 
 _T = TypeVar("_T")
+
+
+def _stopped_from_outside(signum: int, frame: object) -> None:
+    msg = f"stopped by signal {signal.Signals(signum).name}"
+    raise KeyboardInterrupt(msg)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run stopped with SIGTERM (``timeout``, a cancelled CI job) ends as Ctrl-C ends it.
+
+    pytest then tears every fixture down, so the servers and nats-server
+    processes the tests started are stopped; by default SIGTERM ends the
+    process on the spot and leaves them running.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stopped_from_outside)
 
 
 def wait_until(

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -39,7 +41,7 @@ import sysconfig
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["LocalCluster", "NodePorts", "find_nats_server", "main"]
@@ -68,6 +70,30 @@ def find_nats_server() -> str:
     raise FileNotFoundError(msg)
 
 
+def _kill_me_when_my_parent_dies() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when the thread that forked it ends.
+
+    Linux's ``PR_SET_PDEATHSIG``, looked up here, before any fork, so the
+    child only makes the call; None where there is no ``prctl``. The child
+    checks its parent after the call too: one that died in between is gone.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    set_parent_death_signal = 1  # PR_SET_PDEATHSIG
+
+    def tie() -> None:
+        prctl(set_parent_death_signal, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return tie
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -90,6 +116,12 @@ class LocalCluster:
     ``directory`` when it was started before, see :meth:`attach`).
     ``user`` and ``password`` make the nodes require them from clients.
     Stopping kills nothing it did not start.
+
+    Its nodes die with the process that started them, whichever way it ends
+    (a failed test, an interrupted or killed run: on Linux each node gets
+    SIGKILL when the thread that started it ends, so start nodes from a
+    thread that outlives them, as the main thread does); ``detached=True``
+    lets them outlive it (``up`` on the command line; ``down`` stops them).
     """
 
     def __init__(
@@ -101,6 +133,7 @@ class LocalCluster:
         user: str | None = None,
         password: str | None = None,
         binary: str | None = None,
+        detached: bool = False,
     ):
         if nodes < 1:
             msg = f"a cluster needs at least one node, got {nodes!r}"
@@ -111,6 +144,7 @@ class LocalCluster:
         self.user = user
         self.password = password
         self._binary = binary
+        self.detached = detached
         self.ports = [
             NodePorts(_free_port(host), _free_port(host), _free_port(host)) for _ in range(nodes)
         ]
@@ -161,13 +195,21 @@ class LocalCluster:
     # --- starting and stopping -----------------------------------------------------
 
     def start(self, timeout_s: float = 30.0) -> LocalCluster:
-        """Starts every node and waits until the cluster has a JetStream meta leader."""
+        """Starts every node and waits until the cluster has a JetStream meta leader.
+
+        If that fails (or is interrupted), the nodes started are stopped
+        before the error goes on.
+        """
         os.makedirs(self.directory, exist_ok=True)
         with open(os.path.join(self.directory, "ports.json"), "w") as file:
             json.dump([p.__dict__ for p in self.ports], file)
-        for node in range(len(self.ports)):
-            self.start_node(node, wait=False)
-        self.wait_ready(timeout_s)
+        try:
+            for node in range(len(self.ports)):
+                self.start_node(node, wait=False)
+            self.wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def start_node(self, node: int, wait: bool = True, timeout_s: float = 30.0) -> None:
@@ -180,7 +222,8 @@ class LocalCluster:
                 [binary, "-c", self._path(node, ".conf")],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True,  # a Ctrl-C reaches the caller, who stops the nodes
+                preexec_fn=None if self.detached else _kill_me_when_my_parent_dies(),
             )
         self._processes[node] = process
         with open(self._path(node, ".pid"), "w") as file:
@@ -318,27 +361,45 @@ class LocalCluster:
         return cluster
 
     def _recorded_pid(self, node: int) -> int | None:
+        """The pid ``up`` recorded for ``node``, if that process still runs this node's config.
+
+        A pid the system gave to another process since is not this node's.
+        """
         try:
             with open(self._path(node, ".pid")) as file:
-                return int(file.read().strip())
+                pid = int(file.read().strip())
         except (FileNotFoundError, ValueError):
             return None
+        if not os.path.isdir("/proc/self"):  # nothing to check against: trust the pid file
+            return pid
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                command = file.read().split(b"\0")
+        except OSError:  # no such process
+            return None
+        return pid if os.fsencode(self._path(node, ".conf")) in command else None
 
     def stop_recorded(self) -> list[int]:
-        """Stops the nodes whose pid files ``up`` left (SIGTERM); returns the pids signalled."""
+        """Stops the nodes whose pid files ``up`` left; returns the pids stopped.
+
+        SIGTERM first; a node still running 30 s later gets SIGKILL.
+        """
         stopped = []
         for node in range(len(self.ports)):
             pid = self._recorded_pid(node)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._path(node, ".pid"))
             if pid is None:
                 continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
                 stopped.append(pid)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._path(node, ".pid"))
         deadline = time.monotonic() + 30
         while any(_alive(pid) for pid in stopped) and time.monotonic() < deadline:
             time.sleep(0.05)
+        for pid in [p for p in stopped if _alive(p)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         return stopped
 
 
@@ -362,15 +423,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "up":
         if os.path.exists(os.path.join(args.dir, "ports.json")):
-            cluster = LocalCluster.attach(args.dir)
-            if all(cluster._healthy(n) for n in range(len(cluster.ports))):  # noqa: SLF001
-                print(",".join(cluster.urls))
+            earlier = LocalCluster.attach(args.dir)
+            if all(earlier._healthy(n) for n in range(len(earlier.ports))):  # noqa: SLF001
+                print(",".join(earlier.urls))
                 return 0
-        cluster = LocalCluster(args.dir)
+            earlier.stop_recorded()  # what is left of it: a fresh cluster replaces it
+        cluster = LocalCluster(args.dir, detached=True)
         try:
-            cluster.start()
+            cluster.start()  # stops what it started if it fails
         except (RuntimeError, TimeoutError, FileNotFoundError) as error:
-            cluster.stop()
             print(error, file=sys.stderr)
             return 1
         cluster._processes.clear()  # noqa: SLF001 (they outlive this command; down stops them)
