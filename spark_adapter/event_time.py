@@ -34,7 +34,10 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -64,6 +67,9 @@ __all__ = [
 #: The boolean column the helpers add: whether the row reports late events.
 LATE = "late"
 _ET_MS = "__tidemark_event_time_ms"
+#: The pre-aggregated columns of tumbling_window_count: a window's start (ms) and its events.
+_WINDOW_START_MS = "__tidemark_window_start_ms"
+_EVENTS = "__tidemark_events"
 #: The column metadata by which Spark knows a column carries the watermark (its delay in ms).
 _DELAY_KEY = "spark.watermarkDelayMs"
 
@@ -247,11 +253,29 @@ def tumbling_window_count(
             StructField(LATE, BooleanType(), False),
         ]
     )
-    # Spark accepts an event-time timeout only while the watermarked column is still there.
     staged = df.select(
         F.col(key_col), F.col(WATERMARK), F.unix_millis(F.col(EVENT_TIME)).alias(_ET_MS)
     )
-    return staged.groupBy(key_col).applyInPandasWithState(
+    # Each Arrow batch collapses to one row per key and window before the shuffle, so the
+    # per-key function sees a few rows per key, not every event. Spark's watermark is one
+    # value for a whole micro-batch, so the events of one window in one micro-batch are all
+    # on time or all late: counting them together decides exactly as counting one by one.
+    collapsed_schema = StructType(
+        [
+            StructField(key_col, df.schema[key_col].dataType, True),
+            StructField(WATERMARK, df.schema[WATERMARK].dataType, True),
+            StructField(_WINDOW_START_MS, LongType(), True),
+            StructField(_EVENTS, LongType(), False),
+        ]
+    )
+    collapsed = staged.mapInArrow(_WindowCollapser(size, key_col), collapsed_schema)
+    # Spark accepts an event-time timeout only while a column is marked as watermarked;
+    # mapInArrow drops the mark, so it goes back on (it holds null: see
+    # with_connector_watermark for why nulls keep every row).
+    marked = collapsed.withColumn(
+        WATERMARK, F.col(WATERMARK).alias(WATERMARK, metadata={_DELAY_KEY: 0})
+    )
+    return marked.groupBy(key_col).applyInPandasWithState(
         _WindowCounter(size, key_col),
         outputStructType=output,
         stateStructType="counts string",
@@ -318,8 +342,58 @@ def _window_ms(window: str | timedelta) -> int:
     return size
 
 
+def collapse_to_windows(batch: pa.RecordBatch, size_ms: int, key_col: str) -> pa.RecordBatch:
+    """One row per ``(key_col, window start)`` of ``batch``: the start (ms) and its events.
+
+    ``batch`` has ``key_col``, ``watermark`` and the event time in ms; the
+    start is the event time floored to a multiple of ``size_ms`` (null for an
+    event with no time: those collapse to one null-start row per key). The
+    counts add up to ``batch.num_rows``; ``watermark`` is null in every row.
+    """
+    times = batch.column(_ET_MS)
+    known = pc.fill_null(times, 0).to_numpy(zero_copy_only=False)
+    unknown = pc.is_null(times).to_numpy(zero_copy_only=False)
+    starts = pa.array((known // size_ms) * size_ms, pa.int64(), mask=unknown)
+    table = pa.table(
+        {
+            key_col: batch.column(key_col),
+            _WINDOW_START_MS: starts,
+            _EVENTS: pa.array(np.ones(batch.num_rows, dtype=np.int64)),
+        }
+    )
+    grouped = table.group_by([key_col, _WINDOW_START_MS], use_threads=False).aggregate(
+        [(_EVENTS, "sum")]
+    )
+    return pa.RecordBatch.from_arrays(
+        [
+            grouped.column(key_col).combine_chunks(),
+            pa.nulls(grouped.num_rows, batch.schema.field(WATERMARK).type),
+            grouped.column(_WINDOW_START_MS).combine_chunks(),
+            grouped.column(f"{_EVENTS}_sum").combine_chunks(),
+        ],
+        names=[key_col, WATERMARK, _WINDOW_START_MS, _EVENTS],
+    )
+
+
+class _WindowCollapser:
+    """The ``mapInArrow`` function of :func:`tumbling_window_count`: each batch collapsed."""
+
+    def __init__(self, size_ms: int, key_col: str):
+        self.size = size_ms
+        self.key_col = key_col
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                yield collapse_to_windows(batch, self.size, self.key_col)
+
+
 class _WindowCounter:
-    """The per-key function of :func:`tumbling_window_count`; state is JSON ``{start: count}``."""
+    """The per-key function of :func:`tumbling_window_count`; state is JSON ``{start: count}``.
+
+    Its input is :func:`collapse_to_windows`' rows: a window start (null for
+    events with no time) and how many events fell in it.
+    """
 
     def __init__(self, size_ms: int, key_col: str):
         self.size = size_ms
@@ -333,14 +407,18 @@ class _WindowCounter:
             {int(s): c for s, c in json.loads(state.get[0]).items()} if state.exists else {}
         )
         late: dict[int | None, int] = {}
-        times = pd.concat([batch[_ET_MS] for batch in batches] or [pd.Series([], dtype="int64")])
-        if times.isna().any():
-            late[None] = int(times.isna().sum())
-        starts = (times.dropna().astype("int64") // self.size) * self.size
-        for start, n in starts.value_counts().items():
-            # A window is closed once its end is at or below the watermark: late for it.
-            target = late if is_late(start + self.size, watermark) else counts
-            target[int(start)] = target.get(int(start), 0) + int(n)
+        frames = [batch for batch in batches if len(batch)]
+        collapsed = pd.concat(frames) if frames else None
+        if collapsed is not None:
+            events = collapsed.groupby(_WINDOW_START_MS, dropna=False)[_EVENTS].sum()
+            for start_value, n in events.items():
+                if pd.isna(start_value):
+                    late[None] = late.get(None, 0) + int(n)
+                    continue
+                start = int(start_value)
+                # A window is closed once its end is at or below the watermark: late for it.
+                target = late if is_late(start + self.size, watermark) else counts
+                target[start] = target.get(start, 0) + int(n)
         closed = sorted(s for s in counts if is_late(s + self.size, watermark))
         rows = [(s, counts.pop(s), False) for s in closed]
         rows += [(s, n, True) for s, n in sorted(late.items(), key=_none_first)]
