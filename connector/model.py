@@ -88,6 +88,8 @@ class AppendResult:
     had their numbers from this writer id already. ``resent`` (set by the
     client) says the request went out more than once because an answer was
     lost, so those may be this very batch, stored by an earlier send.
+    ``assertion`` is the outcome of an assertion that rode on the append
+    (None when none did): durable with the events, as they are.
     """
 
     write_offset: int
@@ -95,6 +97,7 @@ class AppendResult:
     appended: int
     duplicates: int
     resent: bool = False
+    assertion: AssertionResult | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,23 @@ class Fence:
 
     discarded_from: int
     next_event_number: int
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A writer's assertion riding on an append: ``event_time`` (None: idle), numbered ``number``.
+
+    The store applies it after the append's events, on every open segment
+    of the segment's stream, as :meth:`SegmentStore.assert_watermark` does,
+    in the same call: an assertion that rides costs no call (and, on the
+    file store, no commit) of its own. It is decided before anything is
+    stored: refused, it refuses the append with it, and an append refused
+    for its own reasons (a sealed segment, a gap) stores no assertion.
+    A retry of the call stores neither twice (both are numbered).
+    """
+
+    number: int
+    event_time: int | None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from connector.errors import (
 )
 from connector.model import (
     AppendResult,
+    Assertion,
     AssertionResult,
     Fence,
     PlannedRead,
@@ -362,12 +363,14 @@ class StoreClient:
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
+        assertion: Assertion | None = None,
     ) -> AppendResult:
         """Appends a batch; durable on return. Retried safely (the store deduplicates).
 
         ``routing_keys``, one per event (``""`` for none), are stored with the
         events. ``discarded_from`` announces a gap in the writer's numbers
-        (see :meth:`SegmentStore.append`). The result says whether the request
+        (see :meth:`SegmentStore.append`); ``assertion`` rides on the append
+        (:class:`~connector.model.Assertion`). The result says whether the request
         was sent more than once (``resent``): then its duplicates may be its own
         events, stored by a send whose answer was lost.
         """
@@ -378,6 +381,9 @@ class StoreClient:
             events=events,
             routing_keys=routing_keys or (),
             discarded_from=discarded_from,
+            assertion=None
+            if assertion is None
+            else _pb.AppendAssertion(number=assertion.number, event_time=assertion.event_time),
         )
         resent = False
 
@@ -392,6 +398,11 @@ class StoreClient:
             response.appended,
             response.duplicates,
             resent,
+            None
+            if assertion is None
+            else AssertionResult(
+                response.assertion_stored, tuple(response.assertion_segments), resent
+            ),
         )
 
     def assert_watermark(

@@ -20,7 +20,13 @@ from connector.errors import (
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import AppendResult, AssertionResult, Fence, SegmentDescription
+from connector.model import (
+    AppendResult,
+    Assertion,
+    AssertionResult,
+    Fence,
+    SegmentDescription,
+)
 from connector.names import StreamId
 
 if TYPE_CHECKING:
@@ -181,6 +187,12 @@ class EventWriter(Generic[T]):
         self._stored_times: dict[str, int] = {}
         # Event time: the number of the next assertion, the latest asserted, membership.
         self._assertion_number = numbers_from
+        # An assertion waiting to be sent (on a flush's last append, or alone); whether it
+        # went out in a call whose fate is unknown (the store may hold it: then a duplicate
+        # answer is this writer's own); the answer to the last one sent.
+        self._riding: Assertion | None = None
+        self._riding_sent = False
+        self._ridden: AssertionResult | None = None
         self._asserted: int | None = None
         self._member = False
         self._assertion_placed = False
@@ -218,6 +230,9 @@ class EventWriter(Generic[T]):
         Returns the ingestion time the store gave the last batch stored in each
         segment since the previous flush (epoch ms, by segment name): once a
         segment's watermark passes that time, readers have seen those events.
+        With ``assert_watermarks_from``, the assertion due after the flush
+        rides on its last append (or goes alone when nothing was queued), and
+        an assertion whose send failed earlier goes again with its number.
 
         Raises:
             DuplicateEventNumbersError: the store skipped events of a batch as
@@ -230,11 +245,11 @@ class EventWriter(Generic[T]):
                 space was freed), or :meth:`discard_pending` to drop them on
                 purpose. No event is ever dropped without one of the two.
         """
-        while self._batches:
-            segment = next(iter(self._batches))
-            self._send(segment)
+        due = self._due_from_events()
+        if due is not None and self._riding is None:
+            self._ride(due)
+        self._send_all()
         stored, self._stored_times = self._stored_times, {}
-        self._assert_from_events()
         return stored
 
     def note_time(self, event_time_ms: int) -> AssertionResult:
@@ -242,71 +257,132 @@ class EventWriter(Generic[T]):
 
         Flushes first, so the assertion comes after every event written so
         far, on every open segment of the stream; returns once it is durable.
-        The writer joins the stream's set of writers holding its event-time
-        watermark (seed 002), or moves its place in it. ``stored`` is False
-        when the store had this assertion already (a replay of this writer
-        id's sequence).
+        With events queued, it rides on the flush's last append (one call for
+        both, and on the file store one commit, see
+        :class:`~connector.model.Assertion`);
+        without, it is a call of its own, so an idle writer asserts too. Once
+        it returns, the events and the assertion are durable together; if it
+        raises, the assertion is not known to be stored (a later flush sends
+        it again, with its number, when the failure left its fate unknown).
+        The writer joins the
+        stream's set of writers holding its event-time watermark (seed 002),
+        or moves its place in it. ``stored`` is False when the store had this
+        assertion already (a replay of this writer id's sequence).
 
         Raises:
             InvalidArgumentError: ``event_time_ms`` is below this writer's
-                previous assertion (a watermark never steps back).
+                previous assertion (a watermark never steps back); events
+                it would have ridden on stay queued.
             FailedPreconditionError: the stream is sealed.
-            TidemarkError: as :meth:`flush`; the assertion was not sent.
+            TidemarkError: as :meth:`flush`.
         """
         self._check_open()
-        self.flush()
-        return self._assert(event_time_ms)
+        return self._flush_asserting(event_time_ms)
 
     def mark_idle(self) -> AssertionResult:
         """Takes this writer out of the set holding the event-time watermark until it asserts again.
 
-        Flushes first; returns once durable. While idle the writer holds
+        Flushes first (the idle mark rides on the last append, as an
+        assertion does); returns once durable. While idle the writer holds
         nobody back: its later events may come after a watermark above their
         event time (readers flag them late).
         """
         self._check_open()
-        self.flush()
-        return self._assert(None)
+        return self._flush_asserting(None)
 
-    def _assert_from_events(self) -> None:
-        """With ``assert_watermarks_from``: asserts the least event time still accepted, less 1."""
+    def _flush_asserting(self, event_time: int | None) -> AssertionResult:
+        """Flushes with an assertion riding on the last append, or sent on its own after."""
+        self._riding = None  # one riding from an earlier flush that failed is superseded
+        self._ride(event_time)
+        self._send_all()
+        if self._riding is not None:  # nothing left to ride on
+            return self._assert_alone()
+        assert self._ridden is not None
+        return self._ridden
+
+    def _due_from_events(self) -> int | None:
+        """With ``assert_watermarks_from``: the least event time still accepted, less 1, if due."""
         if self._config.assert_watermarks_from is None or self._max_event_time is None:
-            return
+            return None
         candidate = self._max_event_time - self._config.max_out_of_orderness_ms - 1
         if (
             self._asserted is None
             or candidate > self._asserted
             or (candidate == self._asserted and not self._member)
         ):
-            self._assert(candidate)
+            return candidate
+        return None
 
-    def _assert(self, event_time: int | None) -> AssertionResult:
+    def _ride(self, event_time: int | None) -> None:
+        """Numbers an assertion to send with the next flush (on its last append, or alone)."""
         number = self._assertion_number
         # A number is never reused: an attempt whose fate is unknown may be stored.
         self._assertion_number += 1
+        self._riding = Assertion(number, event_time)
+        self._riding_sent = False
+        self._ridden = None
+
+    def _send_all(self) -> None:
+        """Sends every queued batch; then an assertion that found none to ride on."""
+        while self._batches:
+            segment = next(iter(self._batches))
+            self._send(segment)
+        if self._riding is not None and not self._batches:
+            self._assert_alone()
+
+    def _assert_alone(self) -> AssertionResult:
+        riding = self._riding
+        assert riding is not None
         fences = {
             segment: Fence(discarded_from, self._first_number(segment))
             for segment, discarded_from in self._discarded_from.items()
         }
-        result = self._client.assert_watermark(
-            self.stream.scope, self.stream.stream, self.writer_id, number, event_time, fences
-        )
+        try:
+            result = self._client.assert_watermark(
+                self.stream.scope,
+                self.stream.stream,
+                self.writer_id,
+                riding.number,
+                riding.event_time,
+                fences,
+            )
+        except StoreUnavailableError:
+            self._riding_sent = True  # its fate is unknown: sent again, with its number
+            raise
+        except TidemarkError:
+            self._riding = None  # refused: nothing was stored
+            raise
         if result.stored:
-            self._assertion_placed = True
             for segment in fences:
                 self._discarded_from.pop(segment, None)
-        elif not result.resent and self._assertion_placed:
+        self._answered(riding, result)
+        return result
+
+    def _answered(self, riding: Assertion, result: AssertionResult) -> None:
+        """Notes the store's answer to an assertion (alone or riding).
+
+        Raises:
+            FailedPreconditionError: the store had the assertion's number,
+                and no earlier send of this writer can explain it.
+        """
+        sent_before = self._riding_sent
+        self._riding = None
+        self._riding_sent = False
+        self._ridden = result
+        if result.stored:
+            self._assertion_placed = True
+        elif not (result.resent or sent_before) and self._assertion_placed:
+            event_time = riding.event_time
             what = "idle mark" if event_time is None else f"assertion of {event_time}"
             msg = (
-                f"the store took {what} number {number} of writer {self.writer_id!r} on "
+                f"the store took {what} number {riding.number} of writer {self.writer_id!r} on "
                 f"{self.stream} as a duplicate, but this writer never sent it before: another "
                 "writer is using its id"
             )
             raise FailedPreconditionError(msg)
-        self._member = event_time is not None
-        if event_time is not None:
-            self._asserted = event_time
-        return result
+        self._member = riding.event_time is not None
+        if riding.event_time is not None:
+            self._asserted = riding.event_time
 
     @property
     def pending_events(self) -> int:
@@ -341,9 +417,10 @@ class EventWriter(Generic[T]):
         Closing twice is harmless.
         """
         if not self._closed:
-            self.flush()
             if self._member:
-                self._assert(None)
+                self._flush_asserting(None)
+            else:
+                self.flush()
             self._closed = True
 
     def __enter__(self) -> EventWriter[T]:
@@ -384,6 +461,10 @@ class EventWriter(Generic[T]):
     def _send(self, segment: str) -> None:
         batch = self._batches.pop(segment)
         first = self._first_number(segment)
+        # An assertion rides on the last batch of a flush, unless it must carry fences for
+        # other segments (this append's own gap announcement fences its segment first).
+        fenced_elsewhere = any(s != segment for s in self._discarded_from)
+        riding = self._riding if not self._batches and not fenced_elsewhere else None
         try:
             keys = batch.keys if any(batch.keys) else None
             result = self._client.append(
@@ -393,6 +474,7 @@ class EventWriter(Generic[T]):
                 batch.events,
                 keys,
                 discarded_from=self._announced(segment),
+                assertion=riding,
             )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
@@ -401,11 +483,15 @@ class EventWriter(Generic[T]):
         except StoreUnavailableError:
             batch.sent = len(batch.events)
             self._batches[segment] = batch  # resent by the next flush, with the same numbers
+            if riding is not None:
+                self._riding_sent = True  # resent too, riding again or alone
             raise
         except TidemarkError as error:
             # A send of an earlier try may still be on its way, so its fate is unknown too.
             batch.sent = len(batch.events)
             self._batches[segment] = batch  # kept: dropping it would lose events silently
+            if riding is not None:
+                self._riding = None  # refused whole: the assertion too (the next flush is plain)
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
                 "stay queued: flush() retries them, discard_pending() drops them)"
@@ -417,6 +503,8 @@ class EventWriter(Generic[T]):
         if result.appended:
             self._stored_times[segment] = result.ingestion_time
             self._placed.add(segment)
+        if riding is not None and result.assertion is not None:
+            self._answered(riding, result.assertion)
         self._check_duplicates(segment, first, batch, result, placed)
 
     def _check_duplicates(

@@ -24,7 +24,7 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import MAX_READ_BYTES
 from connector.errors import TidemarkError
-from connector.model import Fence, ReadResult
+from connector.model import Assertion, Fence, ReadResult
 from connector.ops import StoreMetrics
 from connector.server.messages import state_message, stream_message
 from connector.server.parked_reads import ParkedReads
@@ -44,6 +44,15 @@ async def _abort(context: grpc.aio.ServicerContext, error: TidemarkError) -> Non
 def _nothing_to_answer_yet(result: ReadResult, known_watermark: int) -> bool:
     """Whether a read at ``result.offset`` would wait: no data, no end, no higher watermark."""
     return not result.data and not result.end_of_segment and result.watermark <= known_watermark
+
+
+def _riding(request: Any) -> Assertion | None:
+    """The assertion riding on an append request, if any."""
+    if not request.HasField("assertion"):
+        return None
+    riding = request.assertion
+    event_time = riding.event_time if riding.HasField("event_time") else None
+    return Assertion(riding.number, event_time)
 
 
 class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
@@ -146,6 +155,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
                 request.events,
                 request.routing_keys,
                 request.discarded_from if request.HasField("discarded_from") else None,
+                _riding(request),
             )
         self._metrics.appended(request.segment, request.events[result.duplicates :])
         return _pb.AppendResponse(
@@ -153,6 +163,8 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             ingestion_time=result.ingestion_time,
             appended=result.appended,
             duplicates=result.duplicates,
+            assertion_stored=result.assertion is not None and result.assertion.stored,
+            assertion_segments=() if result.assertion is None else result.assertion.segments,
         )
 
     async def AssertWatermark(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102

@@ -34,6 +34,7 @@ from connector.store.streams import StreamEntry
 
 __all__ = [
     "apply_asserted",
+    "assertion_is_new",
     "apply_timed_out",
     "assertion_record",
     "marks_after",
@@ -72,16 +73,7 @@ def assertion_record(
             another stream.
         NotFoundError: a fence names a segment the stream does not have.
     """
-    segments = open_segments(entry)
-    if entry.sealed or not segments:
-        msg = f"stream {entry.scope}/{entry.stream} is sealed: it takes no assertions"
-        raise FailedPreconditionError(msg)
-    where = f"stream {entry.scope}/{entry.stream}"
-    taking = [
-        s
-        for s in segments
-        if decide_assertion(where, writer_id, s.pending_marks().get(writer_id), number, event_time)
-    ]
+    taking = _taking(entry, writer_id, number, event_time)
     if not taking:
         return None
     fenced = _fences(entry, writer_id, fences)
@@ -89,6 +81,32 @@ def assertion_record(
     return WatermarkAsserted(
         entry.scope, entry.stream, writer_id, number, event_time, stamps, fenced
     )
+
+
+def assertion_is_new(
+    entry: StreamEntry[S], writer_id: str, number: int, event_time: int | None
+) -> bool:
+    """Whether an assertion would change anything (False: a duplicate); changes nothing itself.
+
+    Raises:
+        FailedPreconditionError: the stream is sealed.
+        InvalidArgumentError: ``event_time`` is below the writer's previous assertion.
+    """
+    return bool(_taking(entry, writer_id, number, event_time))
+
+
+def _taking(entry: StreamEntry[S], writer_id: str, number: int, event_time: int | None) -> list[S]:
+    """The open segments an assertion is new on, by :func:`decide_assertion`."""
+    segments = open_segments(entry)
+    if entry.sealed or not segments:
+        msg = f"stream {entry.scope}/{entry.stream} is sealed: it takes no assertions"
+        raise FailedPreconditionError(msg)
+    where = f"stream {entry.scope}/{entry.stream}"
+    return [
+        s
+        for s in segments
+        if decide_assertion(where, writer_id, s.pending_marks().get(writer_id), number, event_time)
+    ]
 
 
 def _fences(

@@ -20,6 +20,7 @@ from connector.background import TaskStatus
 from connector.errors import InvalidArgumentError
 from connector.model import (
     AppendResult,
+    Assertion,
     AssertionResult,
     Fence,
     PlannedRead,
@@ -118,12 +119,18 @@ class Storage(Protocol):
         first_event_number: int,
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None = None,
+        discarded_from: int | None = None,
+        assertion: Assertion | None = None,
     ) -> AppendResult:
         """Appends ``events`` and returns once they are durable.
 
         Events this writer already stored in this segment (numbers below the
         next expected one) are skipped and counted as duplicates, so a retried
-        batch is never stored twice.
+        batch is never stored twice. ``discarded_from`` announces a gap of
+        discarded numbers; ``assertion`` rides on the append (applied after its
+        events, as :meth:`assert_watermark`; decided before anything is stored,
+        so a refused one refuses the append whole; durable with the events when
+        the call returns).
         """
         ...
 

@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from connector.background import BackgroundTask, TaskStatus
 from connector.errors import (
@@ -35,6 +36,7 @@ from connector.errors import (
 from connector.framing import encode_frames
 from connector.model import (
     AppendResult,
+    Assertion,
     AssertionResult,
     Fence,
     PlannedRead,
@@ -44,8 +46,13 @@ from connector.model import (
     StreamDescription,
     TruncationResult,
 )
-from connector.names import validate_name
-from connector.store.assertions import assertion_record, marks_after, timeout_record
+from connector.names import SegmentId, validate_name
+from connector.store.assertions import (
+    assertion_is_new,
+    assertion_record,
+    marks_after,
+    timeout_record,
+)
 from connector.store.boundaries import checkpoints
 from connector.store.catalog import Catalog
 from connector.store.compaction import Compaction
@@ -88,6 +95,13 @@ from connector.store.streams import (
 )
 
 __all__ = ["SegmentStore", "StoreConfig", "StoreObserver"]
+
+
+def _stream_of(segment: str) -> tuple[str, str]:
+    """``(scope, stream)`` of a segment name."""
+    parsed = SegmentId.parse(segment)
+    return parsed.scope, parsed.stream
+
 
 _log = logging.getLogger(__name__)
 
@@ -305,6 +319,7 @@ class SegmentStore:
         events: Sequence[bytes],
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
+        assertion: Assertion | None = None,
     ) -> AppendResult:
         """Appends ``events`` and returns once they are durable.
 
@@ -318,10 +333,18 @@ class SegmentStore:
         is stored, and once this append is, a late copy of a discarded batch is
         a duplicate and is never stored.
 
+        ``assertion`` rides on the append: decided before anything is staged
+        (refused, nothing of the call is stored), its record follows the
+        events' in the same group commit, and the call returns once both are
+        durable (see :meth:`assert_watermark` for what it means).
+
         Raises:
             SegmentSealedError: the segment is sealed (its successors are named).
             FailedPreconditionError: ``first_event_number`` leaves a gap not
-                announced by ``discarded_from``.
+                announced by ``discarded_from``; the riding assertion's stream
+                is sealed.
+            InvalidArgumentError: the riding assertion is below the writer's
+                previous one (both named).
             ResourceExhaustedError: an event is over the size limit.
         """
         target = self._catalog.segment_named(segment)
@@ -335,10 +358,29 @@ class SegmentStore:
             discarded_from,
         )
 
+        if assertion is not None:
+            check_assertion(
+                *_stream_of(segment), writer_id, assertion.number, assertion.event_time, {}
+            )
+
         def prepare() -> Publish:
-            return self._prepare_append(
+            entry = None if assertion is None else self._catalog.stream(*_stream_of(segment))
+            if entry is not None and assertion is not None:  # refused before anything is staged
+                assertion_is_new(entry, writer_id, assertion.number, assertion.event_time)
+            appended = self._prepare_append(
                 target, writer_id, first_event_number, events, routing_keys, discarded_from
             )
+            if entry is None or assertion is None:
+                return appended
+            asserted = self._prepare_assertion(
+                entry, writer_id, assertion.number, assertion.event_time, {}
+            )
+
+            def published() -> AppendResult:
+                result = appended()
+                return replace(result, assertion=asserted())
+
+            return published
 
         return self._sequencer.submit(prepare, barrier=False)
 
@@ -414,28 +456,36 @@ class SegmentStore:
 
         def prepare() -> Publish:
             target = self._catalog.stream(scope, stream)
-            times = {n: s.pending_time for n, s in target.segments.items()}
-            record = assertion_record(
-                target, writer_id, number, event_time, given, self._clock.now_ms()
-            )
-            if record is None:
-                names = tuple(s.name for s in target.segments.values() if not s.pending_sealed)
-                return lambda: AssertionResult(False, tuple(sorted(names)))
-            self._stage_marks(target, record, times)
-            for segment_number, last in record.fences:
-                self._sequencer.on_failure(
-                    target.segments[segment_number].stage_fence(writer_id, last)
-                )
-            publish = self._sequencer.record(record)
-            names = tuple(target.segments[s.number].name for s in record.segments)
-
-            def published() -> AssertionResult:
-                publish()
-                return AssertionResult(True, names)
-
-            return published
+            return self._prepare_assertion(target, writer_id, number, event_time, given)
 
         return self._sequencer.submit(prepare, barrier=False)
+
+    def _prepare_assertion(
+        self,
+        target: StreamEntry[Segment],
+        writer_id: str,
+        number: int,
+        event_time: int | None,
+        fences: Mapping[str, Fence],
+    ) -> Callable[[], AssertionResult]:
+        times = {n: s.pending_time for n, s in target.segments.items()}
+        record = assertion_record(
+            target, writer_id, number, event_time, fences, self._clock.now_ms()
+        )
+        if record is None:
+            names = tuple(s.name for s in target.segments.values() if not s.pending_sealed)
+            return lambda: AssertionResult(False, tuple(sorted(names)))
+        self._stage_marks(target, record, times)
+        for segment_number, last in record.fences:
+            self._sequencer.on_failure(target.segments[segment_number].stage_fence(writer_id, last))
+        publish = self._sequencer.record(record)
+        names = tuple(target.segments[s.number].name for s in record.segments)
+
+        def published() -> AssertionResult:
+            publish()
+            return AssertionResult(True, names)
+
+        return published
 
     def mark_silent_writers_idle(self) -> int:
         """Marks idle every writer silent for over ``writer_idle_timeout_ms``; returns how many.

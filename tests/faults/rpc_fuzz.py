@@ -563,6 +563,14 @@ class RpcFuzzer:
                 self.rng.choice((expected, 0, first, first + 1, expected - 1, *_I64)), _I64_MAX
             )
         )
+        assertion = (
+            None
+            if self._chance(0.8)
+            else pb.AppendAssertion(
+                number=self.rng.choice((0, 1, 2, 3, *_I64)),
+                event_time=None if self._chance(0.2) else self.rng.choice((0, 1_000, *_I64)),
+            )
+        )
         return pb.AppendRequest(
             segment=segment,
             writer_id=writer,
@@ -570,6 +578,7 @@ class RpcFuzzer:
             events=events,
             routing_keys=keys,
             discarded_from=discarded_from,
+            assertion=assertion,
         )
 
     def _AssertWatermark(self) -> Any:

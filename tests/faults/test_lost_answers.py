@@ -293,3 +293,27 @@ def test_a_discarded_batch_arriving_late_never_lands_after_the_writers_next_asse
     writer.flush()
     assert payloads(direct, SEGMENT) == [b"0", b"3"]
     assert direct.segment_info(SEGMENT).event_time_watermark == 1_000
+
+
+@pytest.mark.parametrize("riding", [True, False], ids=["riding", "alone"])
+def test_an_assertion_whose_answer_was_lost_is_resent_by_the_next_flush_and_stored_once(
+    proxied, direct, riding
+):
+    """Its duplicate answer is the writer's own send, not another writer with its id."""
+    client, proxy = proxied(retry_timeout_s=1.0, call_timeout_s=0.5)
+    writer = EventWriter(client, "f/s", BytesSerializer())
+    writer.write_event(b"0", routing_key="k")
+    assert writer.note_time(500).stored
+    if riding:
+        writer.write_event(b"1", routing_key="k")
+    proxy.lose("AppendEvents" if riding else "AssertWatermark", times=None, loss=Loss.ANSWER)
+    with pytest.raises(StoreUnavailableError):
+        writer.note_time(1_000)
+    assert direct.segment_info(SEGMENT).event_time_watermark == 1_000  # stored, unacknowledged
+    proxy.heal()
+    writer.flush()  # sends it again with its number: a duplicate, and this writer's own
+    writer.write_event(b"2", routing_key="k")
+    assert writer.note_time(2_000).stored
+    writer.close()
+    assert payloads(direct, SEGMENT) == [b"0", b"1", b"2"] if riding else [b"0", b"2"]
+    assert direct.segment_info(SEGMENT).writers == ()  # closed: idle

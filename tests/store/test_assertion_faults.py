@@ -2,10 +2,12 @@
 
 - A falling assertion gets INVALID_ARGUMENT naming both values, one on a
   sealed stream FAILED_PRECONDITION, one without the ``write`` right
-  PERMISSION_DENIED; none of them stores anything.
+  PERMISSION_DENIED; none of them stores anything (riding on an append,
+  the append is refused whole).
 - An assertion the store made durable but whose answer never came back
   (the server killed with SIGKILL before it could answer), retried against
-  the restarted server, is stored once, and the event-time index after the
+  the restarted server, is stored once (alone, or riding on an append with
+  its events), and the event-time index after the
   restart is what it was before the kill.
 """
 
@@ -22,6 +24,7 @@ from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient
+from connector.model import Assertion
 from connector.security import ClientCredentials, token_entry
 from connector.store.journal import Journal
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
@@ -47,6 +50,17 @@ def _stub(address: str) -> tuple[grpc.Channel, store_pb2_grpc.SegmentStoreStub]:
 def _assertion(writer: str, number: int, event_time: int | None) -> pb.AssertWatermarkRequest:
     return pb.AssertWatermarkRequest(
         scope="iot", stream="sensors", writer_id=writer, number=number, event_time=event_time
+    )
+
+
+def _riding(segment: str, first: int, number: int, event_time: int | None) -> pb.AppendRequest:
+    """Writer c's event ``first`` to ``segment`` with its assertion ``number`` riding on it."""
+    return pb.AppendRequest(
+        segment=segment,
+        writer_id="c",
+        first_event_number=first,
+        events=[b"reading"],
+        assertion=pb.AppendAssertion(number=number, event_time=event_time),
     )
 
 
@@ -112,15 +126,31 @@ def test_bad_assertions_get_their_status_and_store_nothing(
     code, details = code_of(_assertion("", 1, 5), "writer")
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "writer_id" in details, details
 
+    # Riding on an append, a refused assertion refuses the append: nothing of either is stored.
+    def append_code_of(request: pb.AppendRequest, holder: str) -> tuple[Any, str]:
+        metadata = ClientCredentials(token_file=str(tokens[holder])).call_metadata()
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.AppendEvents(request, metadata=metadata, timeout=10)
+        return refused.value.code(), refused.value.details()
+
+    code, details = append_code_of(_riding("iot/sensors/0", 1, 1, 999), "writer")
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "1000" in details and "999" in details, details
+    code, details = append_code_of(_riding("iot/done/0", 0, 0, 5), "writer")
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "sealed" in details, details
+    code, _ = append_code_of(_riding("iot/sensors/1", 0, 1, 2_000), "reader")
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
     assert _state(admin, segments) == before
     assert _journal_records(data_dir) == records
     channel.close()
     admin.close()
 
 
+@pytest.mark.parametrize("riding", [False, True], ids=["alone", "riding"])
 @pytest.mark.parametrize("loss", [Loss.ANSWER, Loss.REQUEST], ids=lambda loss: loss.value)
 def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after_a_restart(
-    spawn_server: Callable[..., Any], tmp_path: pathlib.Path, loss: Loss
+    spawn_server: Callable[..., Any], tmp_path: pathlib.Path, loss: Loss, riding: bool
 ) -> None:
     data_dir = tmp_path / "data"
     first = spawn_server(data_dir, *QUIET)
@@ -132,11 +162,13 @@ def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after
         setup.append("iot/sensors/1", "c", 0, [b"r2"])
         setup.assert_watermark("iot", "sensors", "a", 0, 3_000)
     proxy = AnswerDroppingProxy(first.address)
-    proxy.lose("AssertWatermark", times=None, loss=loss)
+    proxy.lose("AppendEvents" if riding else "AssertWatermark", times=None, loss=loss)
     channel, stub = _stub(proxy.uri.removeprefix("tidemark://"))
-    request = _assertion("c", 1, 2_000)
     with pytest.raises(grpc.RpcError) as lost:
-        stub.AssertWatermark(request, timeout=10)
+        if riding:  # on writer c's next event to segment 1
+            stub.AppendEvents(_riding("iot/sensors/1", 1, 1, 2_000), timeout=10)
+        else:
+            stub.AssertWatermark(_assertion("c", 1, 2_000), timeout=10)
     assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
     channel.close()
     with StoreClient(first.uri) as look:
@@ -148,8 +180,15 @@ def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after
     again = spawn_server(data_dir, *QUIET)
     with StoreClient(again.uri) as client:
         assert _state(client, ["iot/sensors/0", "iot/sensors/1"]) == made
-        retried = client.assert_watermark("iot", "sensors", "c", 1, 2_000)
-        assert retried.stored == (loss is Loss.REQUEST)
+        if riding:
+            appended = client.append(
+                "iot/sensors/1", "c", 1, [b"reading"], assertion=Assertion(1, 2_000)
+            )
+            assert appended.assertion.stored == (loss is Loss.REQUEST)
+            assert appended.duplicates == (0 if loss is Loss.REQUEST else 1)
+        else:
+            retried = client.assert_watermark("iot", "sensors", "c", 1, 2_000)
+            assert retried.stored == (loss is Loss.REQUEST)
         after = _state(client, ["iot/sensors/0", "iot/sensors/1"])
         for segment in ("iot/sensors/0", "iot/sensors/1"):
             assert after[segment][0].event_time_watermark == 2_000
@@ -159,6 +198,8 @@ def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after
         if r["op"] == "assert" and r["w"] == "c" and r["k"] == 1
     ]
     assert len(stored) == 1, stored
+    commits = [r for r in _journal_records(data_dir) if r["op"] == "commit" and r["w"] == "c"]
+    assert len(commits) == (3 if riding else 2), commits  # the riding event once too
     again.process.kill()
     again.process.wait(timeout=10)
     third = spawn_server(data_dir, *QUIET)

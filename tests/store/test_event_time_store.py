@@ -19,6 +19,7 @@ import pytest
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager, WriterConfig
 from connector.clock import ManualClock
 from connector.errors import FailedPreconditionError, InvalidArgumentError
+from connector.model import Assertion
 from connector.server import StoreServer
 from tests.conftest import segment_inside
 
@@ -133,6 +134,41 @@ def test_a_retried_assertion_is_stored_once_and_a_late_copy_changes_nothing(
     assert store_client.segment_info(segment).event_time_watermark == 200
 
 
+def test_an_assertion_riding_on_an_append_follows_its_events_and_is_refused_with_them(
+    store_client: StoreClient, clock: ManualClock
+) -> None:
+    first, second = _stream(store_client, segments=2)
+    c = store_client
+    result = c.append(first, "a", 0, [b"a0", b"a1"], assertion=Assertion(0, 500))
+    assert (result.appended, result.assertion.stored) == (2, True)
+    assert sorted(result.assertion.segments) == [first, second]
+    assert [w for _, w in event_times(c, first)] == [None, 500]  # after both events
+    for segment in (first, second):  # on every open segment, as alone
+        assert [(w.writer_id, w.event_time) for w in c.segment_info(segment).writers] == [
+            ("a", 500)
+        ]
+    state = [(c.segment_info(s), event_times(c, s)) for s in (first, second)]
+    again = c.append(first, "a", 0, [b"a0", b"a1"], assertion=Assertion(0, 500))  # a retry
+    assert (again.appended, again.duplicates, again.assertion.stored) == (0, 2, False)
+    assert [(c.segment_info(s), event_times(c, s)) for s in (first, second)] == state
+
+    with pytest.raises(InvalidArgumentError, match=r"500.*400|400.*500"):
+        c.append(first, "a", 2, [b"a2"], assertion=Assertion(1, 400))
+    assert [(c.segment_info(s), event_times(c, s)) for s in (first, second)] == state
+    # An append refused for its own reasons (a gap in the writer's numbers) stores no assertion.
+    with pytest.raises(FailedPreconditionError, match="expected is 2"):
+        c.append(first, "a", 7, [b"a7"], assertion=Assertion(1, 600))
+    assert [(c.segment_info(s), event_times(c, s)) for s in (first, second)] == state
+    stored = c.append(first, "a", 2, [b"a2"], assertion=Assertion(2, None))  # number 2 unused
+    assert (stored.appended, stored.assertion.stored) == (1, True)
+    assert c.segment_info(first).event_time_watermark is None  # a idles: nobody holds it
+    c.seal_stream("sc", "st")
+    sealed = c.segment_info(first).write_offset
+    with pytest.raises(FailedPreconditionError, match="sealed"):
+        c.append(first, "a", 3, [b"a3"], assertion=Assertion(3, 600))
+    assert c.segment_info(first).write_offset == sealed
+
+
 def test_successors_start_with_the_writers_their_predecessors_had_at_the_seal(
     store_client: StoreClient, clock: ManualClock
 ) -> None:
@@ -220,8 +256,11 @@ def test_the_index_and_the_writers_survive_a_restart_and_compaction(
         _stream(c, segments=2)
         for n in range(12):
             clock.advance(3)
-            c.append("sc/st/0", "a", n, [f"a{n}".encode()])
-            c.assert_watermark("sc", "st", "a", n, 100 * n)
+            if n % 2:  # riding on the append, or alone after it
+                c.append("sc/st/0", "a", n, [f"a{n}".encode()], assertion=Assertion(n, 100 * n))
+            else:
+                c.append("sc/st/0", "a", n, [f"a{n}".encode()])
+                c.assert_watermark("sc", "st", "a", n, 100 * n)
             c.assert_watermark("sc", "st", "b", n, 100 * n + 50 if n % 3 else None)
         c.scale_stream("sc", "st", [1], 2)
         before = {s: event_times(c, s) for s in ("sc/st/0", "sc/st/1", "sc/st/2", "sc/st/3")}
@@ -237,8 +276,13 @@ def test_the_index_and_the_writers_survive_a_restart_and_compaction(
         assert {s: _index(again, s) for s in before} == indexes
         # The writers' numbers came back too: a retry is still a duplicate, a fall still refused.
         assert not c.assert_watermark("sc", "st", "a", 11, 1_100).stored
+        retried = c.append("sc/st/0", "a", 11, [b"a11"], assertion=Assertion(11, 1_100))
+        assert (retried.duplicates, retried.assertion.stored) == (1, False)
         with pytest.raises(InvalidArgumentError, match="1100"):
             c.assert_watermark("sc", "st", "a", 12, 1_000)
+        with pytest.raises(InvalidArgumentError, match="1100"):
+            c.append("sc/st/0", "a", 12, [b"a12"], assertion=Assertion(12, 1_000))
+        assert {s: event_times(c, s) for s in before} == before
 
 
 def test_event_writer_asserts_after_its_events_marks_idle_and_idles_when_closed(
@@ -261,6 +305,37 @@ def test_event_writer_asserts_after_its_events_marks_idle_and_idles_when_closed(
     writer.close()
     assert store_client.segment_info(segment).event_time_watermark is None
     writer.close()  # twice is harmless
+
+
+def test_event_writer_assertions_ride_on_its_last_append_and_go_alone_without_events(
+    store_client: StoreClient, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segments = _stream(store_client, segments=2)
+    calls: list[str] = []
+    for name in ("append", "assert_watermark"):
+        method = getattr(store_client, name)
+
+        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
+            calls.append(_name)
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(store_client, name, counted)
+    writer = EventWriter(store_client, "sc/st", JsonSerializer(), writer_id="w")
+    for k in range(8):  # events for both segments
+        writer.write_event({"ts": 10}, routing_key=str(k))
+    assert writer.note_time(10).stored
+    assert calls == ["append", "append"]  # the assertion rode on the second
+    for segment in segments:
+        assert store_client.segment_info(segment).event_time_watermark == 10
+        assert [w for _, w in event_times(store_client, segment)][-1] == 10
+    calls.clear()
+    assert writer.note_time(20).stored
+    assert calls == ["assert_watermark"]  # nothing queued: alone
+    calls.clear()
+    writer.write_event({"ts": 30}, routing_key="0")
+    writer.close()  # the idle mark rides on the last append
+    assert calls == ["append"]
+    assert all(store_client.segment_info(s).event_time_watermark is None for s in segments)
 
 
 def test_event_writer_asserts_from_a_timestamp_assigner_with_an_out_of_orderness_bound(

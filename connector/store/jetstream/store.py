@@ -44,6 +44,7 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from connector.background import BackgroundTask, TaskStatus
@@ -60,6 +61,7 @@ from connector.errors import (
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES
 from connector.model import (
     AppendResult,
+    Assertion,
     AssertionResult,
     Fence,
     PlannedRead,
@@ -70,7 +72,7 @@ from connector.model import (
     TruncationResult,
 )
 from connector.names import SegmentId, validate_name
-from connector.store.assertions import assertion_record, timeout_record
+from connector.store.assertions import assertion_is_new, assertion_record, timeout_record
 from connector.store.config import StoreObserver
 from connector.store.jetstream.cache import PayloadCache
 from connector.store.jetstream.catalog import CatalogBucket
@@ -595,6 +597,52 @@ class JetStreamStore:
     # --- data -----------------------------------------------------------------------------
 
     def append(
+        self,
+        segment: str,
+        writer_id: str,
+        first_event_number: int,
+        events: Sequence[bytes],
+        routing_keys: Sequence[str] | None = None,
+        discarded_from: int | None = None,
+        assertion: Assertion | None = None,
+    ) -> AppendResult:
+        """Appends ``events`` (see :meth:`_append`), then the assertion riding on them.
+
+        The assertion is decided against this server's view first, so one
+        refused (a fall, a sealed stream) stores nothing, and an append
+        refused for its own reasons publishes no assertion. It is published
+        after the events, as :meth:`assert_watermark` publishes it: two
+        atomic publishes, in order, and the call returns once both are
+        durable. A failure between them leaves the events stored without
+        the assertion, and the call fails; its retry finds the events
+        duplicates and stores the assertion, so neither is stored twice.
+        Only a change another server makes between the check and the second
+        publish (a seal, or the same writer id asserting there) can refuse
+        the assertion after its events were stored; the call then fails
+        with that refusal, and a retry of the events finds them stored.
+        """
+        if assertion is None:
+            return self._append(
+                segment, writer_id, first_event_number, events, routing_keys, discarded_from
+            )
+        parsed = SegmentId.parse(segment)
+        check_assertion(
+            parsed.scope, parsed.stream, writer_id, assertion.number, assertion.event_time, {}
+        )
+        follower = self._follower(parsed.scope, parsed.stream)
+        with follower.log.locked():
+            assertion_is_new(
+                follower.log.snapshot(), writer_id, assertion.number, assertion.event_time
+            )
+        result = self._append(
+            segment, writer_id, first_event_number, events, routing_keys, discarded_from
+        )
+        asserted = self.assert_watermark(
+            parsed.scope, parsed.stream, writer_id, assertion.number, assertion.event_time
+        )
+        return replace(result, assertion=asserted)
+
+    def _append(
         self,
         segment: str,
         writer_id: str,
