@@ -15,6 +15,7 @@ __all__ = [
     "Fence",
     "PlannedRead",
     "ReadResult",
+    "ReplicaState",
     "SegmentDescription",
     "SegmentInfo",
     "StateValue",
@@ -245,3 +246,24 @@ class StateValue:
     value: bytes
     revision: int
     server_time: int
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica of a replicated log of a store, as its leader reports it (metrics).
+
+    Attributes:
+        log: what the log holds: a stream (``scope/stream``), ``catalog`` or ``state``.
+        replica: the node holding the replica.
+        leader: whether it is the log's leader.
+        current: whether it is up to date with the leader.
+        lag: how many operations it is behind the leader.
+        seen_ms_ago: how long ago the leader last heard from it (None: unknown).
+    """
+
+    log: str
+    replica: str
+    leader: bool
+    current: bool
+    lag: int
+    seen_ms_ago: int | None

@@ -13,7 +13,6 @@ lives, what an acknowledgement means there) is documented on it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from connector.background import TaskStatus
@@ -25,6 +24,7 @@ from connector.model import (
     Fence,
     PlannedRead,
     ReadResult,
+    ReplicaState,
     SegmentInfo,
     StateValue,
     StreamDescription,
@@ -32,28 +32,7 @@ from connector.model import (
 )
 from connector.store.config import StorageConfig, StoreConfig, StoreObserver
 
-__all__ = ["ReplicaState", "Storage", "open_storage"]
-
-
-@dataclass(frozen=True)
-class ReplicaState:
-    """One replica of a replicated log of a store, as its leader reports it (metrics).
-
-    Attributes:
-        log: what the log holds: a stream (``scope/stream``), ``catalog`` or ``state``.
-        replica: the node holding the replica.
-        leader: whether it is the log's leader.
-        current: whether it is up to date with the leader.
-        lag: how many operations it is behind the leader.
-        seen_ms_ago: how long ago the leader last heard from it (None: unknown).
-    """
-
-    log: str
-    replica: str
-    leader: bool
-    current: bool
-    lag: int
-    seen_ms_ago: int | None
+__all__ = ["Storage", "open_storage"]
 
 
 class Storage(Protocol):

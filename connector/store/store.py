@@ -41,6 +41,7 @@ from connector.model import (
     Fence,
     PlannedRead,
     ReadResult,
+    ReplicaState,
     SegmentInfo,
     StateValue,
     StreamDescription,
@@ -85,7 +86,6 @@ from connector.store.requests import (
 )
 from connector.store.segment import Segment
 from connector.store.sequencer import Publish, Sequencer
-from connector.store.storage import ReplicaState
 from connector.store.streams import (
     StreamEntry,
     created_record,

@@ -24,9 +24,9 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
+from connector.model import ReplicaState
 from connector.store.jetstream.engine import Engine, EngineUnavailable
 from connector.store.jetstream.naming import catalog_bucket, state_bucket
-from connector.store.storage import ReplicaState
 
 __all__ = ["ClusterMonitor", "has_quorum"]
 

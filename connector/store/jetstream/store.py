@@ -66,6 +66,7 @@ from connector.model import (
     Fence,
     PlannedRead,
     ReadResult,
+    ReplicaState,
     SegmentInfo,
     StateValue,
     StreamDescription,
@@ -122,7 +123,6 @@ from connector.store.requests import (
     check_state_prefix,
     duplicates_in_batch,
 )
-from connector.store.storage import ReplicaState
 from connector.store.streams import (
     StreamEntry,
     created_record,
