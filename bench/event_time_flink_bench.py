@@ -32,6 +32,7 @@ from _support import (  # noqa: E402
     command_block,
     load_average,
     machine_facts,
+    print_table,
     run_and_record,
 )
 
@@ -87,6 +88,7 @@ def _run(args: argparse.Namespace) -> str:
             rows_seen = list(output.rows)
     reached = [(wall, mark) for wall, mark in rows_seen]  # Collected parsed each JSON row
     rows, latencies = latency_rows(writer.acks, reached, began)
+    print_table(rows)
     return "\n".join(
         [
             f"## {HEADING}",

@@ -34,6 +34,7 @@ from _support import (  # noqa: E402
     command_block,
     load_average,
     machine_facts,
+    print_table,
     run_and_record,
 )
 
@@ -95,6 +96,7 @@ def _run(args: argparse.Namespace) -> str:
             query.stop()
             spark.stop()
     rows, latencies = latency_rows(writer.acks, reached, began)
+    print_table(rows)
     batch = statistics.median(durations) if durations else float("nan")
     return "\n".join(
         [
