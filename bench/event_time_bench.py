@@ -7,11 +7,13 @@ a. **throughput**: ``--writers`` writer threads append batches of
    ``--batch`` events of 100 bytes (each to a segment of its own of one
    stream, ``StoreClient.append``, as fast as the store acknowledges) for
    ``--seconds``; in the asserting runs each writer also asserts its event
-   time every ``--assert-every-ms`` (``StoreClient.assert_watermark``, from
-   the same thread, between appends, as ``EventWriter.note_time`` does).
-   Runs alternate, ``--repetitions`` each; the figure is the ratio of the
-   median events/s (target >= 0.95). Server: a subprocess, fsync on every
-   commit.
+   time every ``--assert-every-ms``, in one of three ways (``HOW``): from a
+   timer thread beside the writer (``StoreClient.assert_watermark``), from
+   the writer's thread between appends (the same call), or riding on the
+   writer's next append (``StoreClient.append(..., assertion=...)``, as
+   ``EventWriter.note_time`` does when events are queued). Runs alternate,
+   ``--repetitions`` each; the figure is the ratio of the median events/s
+   (target >= 0.95). Server: a subprocess, fsync on every commit.
 b. **journal**: one writer asserts every ``--assert-every-ms`` for
    ``--journal-seconds`` (with an append of 10 events every 100 ms beside),
    against a store in this process compacting after ``--compact-after``
@@ -53,6 +55,7 @@ from _support import (  # noqa: E402
 )
 
 from connector import JsonSerializer, StoreClient  # noqa: E402
+from connector.model import Assertion  # noqa: E402
 from connector.reader import (  # noqa: E402
     FieldTimestampAssigner,
     ReaderConfig,
@@ -70,6 +73,13 @@ TARGET_RATIO = 0.95
 TARGET_LATENCY_P99_MS = 50.0
 SCOPE = "bench"
 PARTS = ("throughput", "journal", "latency")
+#: How the asserting runs assert, and how the results say it.
+HOW = {
+    "beside": "Assertions from a timer thread beside each writer (separate calls)",
+    "between": "Assertions from the writer's own thread, separate calls between appends",
+    "riding": "Assertions riding on the writer's next append (as `EventWriter.note_time` "
+    "sends them when events are queued)",
+}
 EVENT = b"x" * 100
 
 
@@ -86,15 +96,17 @@ class _Run:
 
 
 def _throughput_run(
-    uri: str, stream: str, args: argparse.Namespace, asserting: bool, beside: bool
+    uri: str, stream: str, args: argparse.Namespace, asserting: bool, how: str
 ) -> _Run:
     """``--writers`` threads appending for ``--seconds`` (and asserting); events/s.
 
-    ``beside``: each writer's assertions come from a thread of their own (a
-    timer beside the writer), else from the writer's thread between appends.
+    ``how`` (a key of :data:`HOW`): each writer's assertions come from a
+    thread of their own (a timer beside the writer), from the writer's thread
+    between appends, or ride on the writer's next append.
     """
     run = _Run(asserting)
     lock = threading.Lock()
+    beside = how == "beside"
     start = threading.Barrier(args.writers * (2 if asserting and beside else 1) + 1)
     deadline: list[float] = []
     scope, name = stream.split("/")
@@ -113,12 +125,19 @@ def _throughput_run(
             start.wait()
             next_assert = time.monotonic()
             while time.monotonic() < deadline[0]:
-                client.append(segment, writer_id, number, batch)
+                due = asserting and not beside and time.monotonic() >= next_assert
+                if due and how == "riding":  # what this writer stored so far, then this batch
+                    riding = Assertion(assertions[0], number + len(batch))
+                    client.append(segment, writer_id, number, batch, assertion=riding)
+                    assertions[0] += 1
+                else:
+                    client.append(segment, writer_id, number, batch)
                 number += len(batch)
                 events += len(batch)
                 progress[index] = number
-                if asserting and not beside and time.monotonic() >= next_assert:
+                if due and how == "between":
                     assert_every(client, writer_id, assertions, index)
+                if due:
                     next_assert += args.assert_every_ms / 1000
         with lock:
             run.events += events
@@ -162,13 +181,14 @@ def _throughput(args: argparse.Namespace) -> list[str]:
         f"store acknowledges, for {args.seconds} s; asserting runs also assert each writer's "
         f"event time every {args.assert_every_ms} ms (an assertion reaches all "
         f"{args.writers} segments). Runs alternate, {args.repetitions} of each; a server "
-        "subprocess, fsync on every commit. Two ways to assert: from a thread beside each "
-        "writer (a timer: what the store pays for assertions), and from the writer's own "
-        "thread between appends (as `EventWriter.note_time` does: the writer also waits for "
-        "the assertion's round trip).",
+        "subprocess, fsync on every commit. Three ways to assert: from a thread beside each "
+        "writer (a timer: each assertion is a call and a commit of its own), from the "
+        "writer's own thread between appends (the writer also waits for each assertion's "
+        "round trip), and riding on the writer's next append (no call or commit of its own: "
+        "what `EventWriter.note_time` and `assert_watermarks_from` do when events are queued).",
         "",
     ]
-    for beside in (True, False):
+    for how in args.how:
         runs: list[_Run] = []
         with StoreServerProcess("--max-watermark-lag-ms", "600000") as server:
             with StoreClient(server.uri) as client:
@@ -177,13 +197,10 @@ def _throughput(args: argparse.Namespace) -> list[str]:
                     for asserting in (repetition % 2 == 0, repetition % 2 == 1):
                         stream = f"t{len(runs)}"
                         client.create_stream(SCOPE, stream, args.writers)
-                        run = _throughput_run(
-                            server.uri, f"{SCOPE}/{stream}", args, asserting, beside
-                        )
+                        run = _throughput_run(server.uri, f"{SCOPE}/{stream}", args, asserting, how)
                         runs.append(run)
                         print(
-                            f"  {'asserting' if asserting else 'plain'} "
-                            f"({'beside' if beside else 'in the writer'}): "
+                            f"  {'asserting' if asserting else 'plain'} ({how}): "
                             f"{run.rate:,.0f} events/s, {run.assertions} assertions",
                             flush=True,
                         )
@@ -204,9 +221,7 @@ def _throughput(args: argparse.Namespace) -> list[str]:
         print_table(rows)
         met = "met" if ratio >= TARGET_RATIO else "NOT met"
         lines += [
-            "Assertions from a thread beside each writer:"
-            if beside
-            else "Assertions from the writer's own thread, between appends:",
+            f"{HOW[how]}:",
             "",
             markdown_table(rows),
             "",
@@ -396,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--assert-every-ms", type=int, default=10)
+    parser.add_argument("--how", nargs="+", choices=list(HOW), default=list(HOW))
     parser.add_argument("--journal-seconds", type=float, default=30.0)
     parser.add_argument("--compact-after", type=int, default=1_000)
     parser.add_argument("--latency-seconds", type=float, default=10.0)
