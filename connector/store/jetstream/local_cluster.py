@@ -70,6 +70,23 @@ def find_nats_server() -> str:
     raise FileNotFoundError(msg)
 
 
+def _tied_to_this_thread(command: list[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """``command`` made to get SIGKILL when the thread that starts it ends.
+
+    Through ``setpriv --pdeathsig KILL`` (util-linux) where it exists: the
+    child is then started without Python code between fork and exec, so
+    Python uses vfork and no fork handler runs in the child. A ``preexec_fn``
+    forces a plain fork, which runs gRPC's fork handlers in the child when
+    the caller runs gRPC (a server under test): they start a poller thread
+    there that aborts the child (SIGABRT, before exec) once the child's
+    descriptors are closed. Without setpriv, the ``preexec_fn`` below.
+    """
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is not None:
+        return [setpriv, "--pdeathsig", "KILL", "--", *command], None
+    return command, _kill_me_when_my_parent_dies()
+
+
 def _kill_me_when_my_parent_dies() -> Callable[[], None] | None:
     """A ``preexec_fn`` that makes the child get SIGKILL when the thread that forked it ends.
 
@@ -216,14 +233,17 @@ class LocalCluster:
         """Starts node ``node`` (again, after :meth:`kill_node` or :meth:`stop_node`)."""
         with open(self._path(node, ".conf"), "w") as file:
             file.write(self.config_text(node))
-        binary = self._binary or find_nats_server()
+        command = [self._binary or find_nats_server(), "-c", self._path(node, ".conf")]
+        tie = None
+        if not self.detached:
+            command, tie = _tied_to_this_thread(command)
         with open(self._path(node, ".log"), "ab") as log:
             process = subprocess.Popen(
-                [binary, "-c", self._path(node, ".conf")],
+                command,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # a Ctrl-C reaches the caller, who stops the nodes
-                preexec_fn=None if self.detached else _kill_me_when_my_parent_dies(),
+                preexec_fn=tie,
             )
         self._processes[node] = process
         with open(self._path(node, ".pid"), "w") as file:
