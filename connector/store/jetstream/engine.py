@@ -127,7 +127,8 @@ def translated(error: BaseException, what: str) -> BaseException:
         )
     if isinstance(error, nats.errors.NoRespondersError | nats.js.errors.NoStreamResponseError):
         return EngineUnavailable(
-            f"{what}: no JetStream server answered (no quorum, or no leader for the stream yet)"
+            f"{what}: no JetStream server answered (no quorum, no leader for the stream yet, "
+            "or its nodes' storage is full)"
         )
     if isinstance(error, asyncio.TimeoutError | TimeoutError):
         return EngineUnavailable(f"{what}: the JetStream cluster did not answer in time")
