@@ -25,6 +25,17 @@ __all__ = ["probe_transport", "tls_failure"]
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 _SETTINGS_FRAME_TYPE = 0x04
 _TLS_ALERT_RECORD = 0x15
+#: OpenSSL's reasons for an answer to a ClientHello that is no TLS record at all (a
+#: plaintext HTTP/2 server sends its SETTINGS frame first): no TLS server answered.
+_NOT_TLS_REASONS = frozenset(
+    {
+        "WRONG_VERSION_NUMBER",
+        "RECORD_LAYER_FAILURE",
+        "PACKET_LENGTH_TOO_LONG",
+        "UNKNOWN_PROTOCOL",
+        "HTTP_REQUEST",
+    }
+)
 
 
 def probe_transport(address: str, timeout_s: float = 1.0) -> Literal["tls", "plaintext", None]:
@@ -64,8 +75,11 @@ def _answers_tls(host: str, port: int, timeout_s: float) -> bool:
             return True  # the handshake went through
     except ssl.SSLEOFError:
         return False  # hung up again, with no handshake: nothing says TLS
-    except ssl.SSLError:
-        return True  # a TLS alert (a client certificate wanted, say): a TLS server
+    except ssl.SSLError as error:
+        # An answer that is no TLS record: a plaintext server (behind a load balancer
+        # that found its server again since the first look). Else a TLS alert (a client
+        # certificate wanted, say): a TLS server.
+        return error.reason not in _NOT_TLS_REASONS
     except OSError:
         return False
 

@@ -102,3 +102,32 @@ def test_a_port_that_hangs_up_without_a_tls_handshake_is_not_taken_for_tls() -> 
     finally:
         thread.join(timeout=5)
         listener.close()
+
+
+def test_a_port_that_hangs_up_then_answers_in_http2_is_not_taken_for_tls() -> None:
+    """A load balancer that finds its plaintext server again between the two looks.
+
+    The first look (the HTTP/2 preface) meets a hang-up; the second (a TLS
+    ClientHello) meets the server's HTTP/2 SETTINGS frame, which is no TLS
+    record. Taking that for TLS made writers behind a failover give up
+    with "speaks TLS" after a server was killed (issue 22's leader kills).
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    empty_settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+    def hang_up_then_answer() -> None:
+        connection, _ = listener.accept()
+        connection.recv(1024)
+        connection.close()
+        connection, _ = listener.accept()
+        connection.sendall(empty_settings)  # what an HTTP/2 server sends first
+        connection.recv(1024)
+        connection.close()
+
+    thread = threading.Thread(target=hang_up_then_answer, daemon=True)
+    thread.start()
+    try:
+        assert probe_transport(f"127.0.0.1:{listener.getsockname()[1]}") is None
+    finally:
+        thread.join(timeout=5)
+        listener.close()
