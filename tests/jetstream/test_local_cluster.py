@@ -6,6 +6,7 @@ import contextlib
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -53,6 +54,17 @@ def test_the_cluster_elects_a_meta_leader_again_after_a_node_is_killed(
     )
     cluster.start_node(killed)
     cluster.wait_ready()
+
+
+def test_a_cluster_starts_on_other_ports_when_another_process_took_one(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A port found free can be taken before its node binds it (other test runs share the host)."""
+    cluster = LocalCluster(str(tmp_path / "cluster"))
+    taken = cluster.ports[1].cluster
+    with socket.create_server((cluster.host, taken)), cluster:
+        assert all(taken not in (p.client, p.cluster, p.monitor) for p in cluster.ports)
+        assert all(cluster.running(node) for node in range(3))
 
 
 def _nodes_running_in(folder: pathlib.Path) -> list[int]:

@@ -44,7 +44,17 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["LocalCluster", "NodePorts", "find_nats_server", "main"]
+__all__ = ["LocalCluster", "NodePorts", "PortTaken", "find_nats_server", "main"]
+
+#: How many sets of ports a start tries: a port found free may be taken before its node binds it.
+PORT_ATTEMPTS = 3
+#: What a nats-server logs, as its last words, when one of its ports is taken.
+_ADDRESS_IN_USE = "address already in use"
+
+
+class PortTaken(RuntimeError):
+    """A node exited because another process holds one of its ports."""
+
 
 #: The largest message a node accepts: a default writer batch (1 MiB of events) and its frames.
 MAX_PAYLOAD = 8 * 1024 * 1024
@@ -111,6 +121,11 @@ def _kill_me_when_my_parent_dies() -> Callable[[], None] | None:
     return tie
 
 
+def _free_ports(host: str, nodes: int) -> list[NodePorts]:
+    """Ports free now for ``nodes`` nodes; another process may take one before a node binds it."""
+    return [NodePorts(_free_port(host), _free_port(host), _free_port(host)) for _ in range(nodes)]
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -162,9 +177,7 @@ class LocalCluster:
         self.password = password
         self._binary = binary
         self.detached = detached
-        self.ports = [
-            NodePorts(_free_port(host), _free_port(host), _free_port(host)) for _ in range(nodes)
-        ]
+        self.ports = _free_ports(host, nodes)
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # --- where it is ---------------------------------------------------------------
@@ -215,19 +228,30 @@ class LocalCluster:
         """Starts every node and waits until the cluster has a JetStream meta leader.
 
         If that fails (or is interrupted), the nodes started are stopped
-        before the error goes on.
+        before the error goes on; a node that exits because another process
+        took one of its ports (found free, taken before the node bound it)
+        makes the whole cluster start again on new ports, ``PORT_ATTEMPTS``
+        times at most.
         """
         os.makedirs(self.directory, exist_ok=True)
-        with open(os.path.join(self.directory, "ports.json"), "w") as file:
-            json.dump([p.__dict__ for p in self.ports], file)
-        try:
-            for node in range(len(self.ports)):
-                self.start_node(node, wait=False)
-            self.wait_ready(timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        attempt = 1
+        while True:
+            with open(os.path.join(self.directory, "ports.json"), "w") as file:
+                json.dump([p.__dict__ for p in self.ports], file)
+            try:
+                for node in range(len(self.ports)):
+                    self.start_node(node, wait=False)
+                self.wait_ready(timeout_s)
+                return self
+            except PortTaken:
+                self.stop()
+                if attempt == PORT_ATTEMPTS:
+                    raise
+                attempt += 1
+                self.ports = _free_ports(self.host, len(self.ports))
+            except BaseException:
+                self.stop()
+                raise
 
     def start_node(self, node: int, wait: bool = True, timeout_s: float = 30.0) -> None:
         """Starts node ``node`` (again, after :meth:`kill_node` or :meth:`stop_node`)."""
@@ -363,11 +387,24 @@ class LocalCluster:
                         f"nats-server {self.node_name(node)} exited with {process.returncode}; "
                         f"see {self._path(node, '.log')}"
                     )
+                    last_words = self._last_log_line(node)
+                    if _ADDRESS_IN_USE in last_words:
+                        msg = f"{msg}: {last_words}"
+                        raise PortTaken(msg)
                     raise RuntimeError(msg)
             if time.monotonic() > deadline:
                 msg = f"timed out after {timeout_s} s waiting for {what} ({self.directory})"
                 raise TimeoutError(msg)
             time.sleep(0.05)
+
+    def _last_log_line(self, node: int) -> str:
+        try:
+            with open(self._path(node, ".log"), "rb") as file:
+                file.seek(max(file.seek(0, os.SEEK_END) - 4096, 0))
+                lines = file.read().decode(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""
 
     # --- a cluster started earlier (the command line) ------------------------------
 
