@@ -16,7 +16,7 @@ read with its one read path. Import it only where PyFlink is installed
 from connector.reader.events import TimeDomain
 from connector.reader.source import StreamCut
 from flink_adapter.builder import FlinkTidemarkReader, FlinkTidemarkReaderBuilder
-from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction
+from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction, late_events
 from flink_adapter.rows import OUTPUT_FIELDS
 from flink_adapter.sink import FlinkTidemarkWriter, FlinkTidemarkWriterBuilder
 
@@ -30,4 +30,5 @@ __all__ = [
     "FlinkTidemarkWriterBuilder",
     "StreamCut",
     "TimeDomain",
+    "late_events",
 ]

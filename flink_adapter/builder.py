@@ -25,6 +25,7 @@ from flink_adapter.epochs import (
     MAX_TASK_BYTES,
     MAX_TASK_EVENTS,
 )
+from flink_adapter.python_mode import MODES
 from flink_adapter.settings import SourceSettings
 
 __all__ = ["FLINK_NAMES", "FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
@@ -86,6 +87,16 @@ class FlinkTidemarkReader:
     def output_type(self) -> Any:
         """The Flink type of the source's rows (:data:`~flink_adapter.rows.OUTPUT_FIELDS`)."""
         return graph.source_type(self.settings)
+
+    def late_events(self) -> Any:
+        """The late side output for this source's rows (an ``OutputTag`` of their type).
+
+        Give it to :class:`~flink_adapter.EventTimeOrderingFunction` (``late=``)
+        and ``get_side_output``; for text events it is ``LATE_EVENTS``.
+        """
+        from flink_adapter.ordering import late_events
+
+        return late_events(self.settings.spec.deserializer)
 
     def __repr__(self) -> str:
         return f"FlinkTidemarkReader(streams={self.settings.spec.stream_names!r})"
@@ -196,6 +207,19 @@ class FlinkTidemarkReaderBuilder:
         """
         return self._set("read_task_size", (max_events, max_bytes))
 
+    def with_python_execution_mode(self, mode: str) -> FlinkTidemarkReaderBuilder:
+        """Where the job's Python runs: ``thread`` (in the TaskManager's JVM) or ``process``.
+
+        PyFlink's ``python.execution-mode`` is the job's, for every Python
+        function of it: adding the source sets it. By default the source
+        keeps the job's own setting when it has one, else asks for thread
+        mode where PyFlink can run it (pemja installed). Each function logs
+        the mode it actually runs in, and says so in the metric
+        ``tidemark.pythonThreadMode``: PyFlink falls back to process mode
+        silently. See :mod:`flink_adapter.python_mode`.
+        """
+        return self._set("python_mode", mode)
+
     def build(self) -> FlinkTidemarkReader:
         """The reader these options describe.
 
@@ -248,8 +272,15 @@ class FlinkTidemarkReaderBuilder:
         if not 1 <= interval <= 60_000:
             msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
             raise InvalidArgumentError(msg)
+        python_mode = options.get("python_mode")
+        if python_mode is not None and (
+            not isinstance(python_mode, str) or python_mode.lower() not in MODES
+        ):
+            msg = f"with_python_execution_mode: expected one of {list(MODES)}, got {python_mode!r}"
+            raise InvalidArgumentError(msg)
         return SourceSettings(
             spec=spec,
+            python_mode=None if python_mode is None else python_mode.lower(),
             reader_group=group,
             uid=options.get("uid"),
             parallelism=parallelism,

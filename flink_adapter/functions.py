@@ -16,10 +16,16 @@
   read. So Flink's watermark, the minimum over subtasks, is the epoch's
   once all of them have read their share, whatever the parallelism.
 
+Both make their store calls on a thread of their own
+(:mod:`flink_adapter.store_thread`: why), and a reader reads its tasks
+there ahead of handing their rows to Flink: a task's rows go out at the
+latest with its epoch's end, before that end's watermark row.
+
 Both keep no state but the coordinator's frontier: after a restore the
 coordinator plans again from its checkpointed frontier, and Flink's
-checkpoint barriers (behind the tasks on every channel) make each event
-reach the sinks once.
+checkpoint barriers (behind each epoch's end on every channel, since the
+coordinator emits an epoch in one timer call) make each event reach the
+sinks once.
 """
 
 from __future__ import annotations
@@ -28,20 +34,34 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from pyflink.common import Row, Types
+from pyflink.common import Row  # noqa: TC002 - the rows these functions yield
 from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import ValueStateDescriptor
 
-from connector.reader.source import Frontier, ReadTask, SourcePlanner, read_columns
+from connector.reader.source import (
+    EventColumns,
+    Frontier,
+    ReadTask,
+    SourcePlanner,
+    read_columns,
+)
+from flink_adapter.coordinator_state import CoordinatorState
 from flink_adapter.epochs import EpochEnd, epoch_records
-from flink_adapter.reading import batch_rows
-from flink_adapter.rows import KIND_WATERMARK, flink_millis
+from flink_adapter.metrics import Value
+from flink_adapter.python_mode import THREAD, report_mode, subtask_of
+from flink_adapter.reading import batch_rows, watermark_row
 from flink_adapter.settings import SourceSettings
+from flink_adapter.store_thread import Pending, StoreThread
 
 __all__ = ["EpochCoordinator", "TaskReader"]
 
 #: How often the ticks come (Flink's datagen at one row a second).
 _TICK_PERIOD_MS = 1_000
+#: How often the coordinator asks the store how many events it has not planned, ms.
+_PENDING_EVERY_MS = 1_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class EpochCoordinator(KeyedProcessFunction):
@@ -54,30 +74,30 @@ class EpochCoordinator(KeyedProcessFunction):
     def __init__(self, settings: SourceSettings):
         self.settings = settings
         self._planner: SourcePlanner | None = None
-        self._watermark: int | None = None
+        self._store: StoreThread | None = None
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
-        self._frontier = runtime_context.get_state(
-            ValueStateDescriptor("tidemark-frontier", Types.STRING())
-        )
-        self._epoch = runtime_context.get_state(
-            ValueStateDescriptor("tidemark-epoch", Types.LONG())
-        )
-        self._next_epoch_at = runtime_context.get_state(
-            ValueStateDescriptor("tidemark-next-epoch-at", Types.LONG())
-        )
+        mode = report_mode(runtime_context, self.settings.coordinator_name, self.settings.mode)
+        state = CoordinatorState(runtime_context, mode)
+        self._frontier, self._epoch = state.frontier, state.epoch
+        self._next_epoch_at = state.next_epoch_at
         spec = self.settings.spec
-        self._planner = SourcePlanner(spec.client(), spec)
-        metrics = runtime_context.get_metrics_group().add_group("tidemark")
-        metrics.gauge("groupWatermark", lambda: self._watermark or 0)
-        metrics.gauge(
-            "watermarkLagMs",
-            lambda: int(time.time() * 1000) - self._watermark if self._watermark else 0,
-        )
+        self._store = StoreThread("tidemark-coordinator-store")
+        self._planner = self._store.call(lambda: SourcePlanner(spec.client(), spec))
+        operator = runtime_context.get_metrics_group()
+        group = operator.add_group("tidemark")
+        Value(group, "pythonThreadMode", mode).set(mode == THREAD)
+        self._group_watermark = Value(group, "groupWatermark", mode)
+        self._lag_ms = Value(group, "watermarkLagMs", mode)
+        self._watermark_lag = Value(operator, "watermarkLag", mode)
+        self._pending_records = Value(operator, "pendingRecords", mode)
+        self._pending_counted_at = 0
 
     def close(self) -> None:  # noqa: D102
-        if self._planner is not None:
-            self._planner.client.close()
+        if self._store is not None:
+            if self._planner is not None:
+                self._store.call(self._planner.client.close)
+            self._store.close()
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[ReadTask | EpochEnd]:  # noqa: D102
         if self.settings.spec.bounded:
@@ -102,28 +122,59 @@ class EpochCoordinator(KeyedProcessFunction):
         self._next_epoch_at.update(at)
 
     def _plan_whole_read(self) -> Iterator[ReadTask | EpochEnd]:
-        assert self._planner is not None
+        assert self._planner is not None and self._store is not None
         if self._frontier.value() is not None:
             return  # a bounded read plans once
+        planner = self._planner
         epoch = (self._epoch.value() or 0) + 1
-        start = self._planner.start()
-        end = self._planner.end(start)
-        tasks = self._planner.tasks(start, end)
+        end, tasks = self._store.call(_whole_read, planner)
         self._frontier.update(end.to_json())
         self._epoch.update(epoch)
         yield from tasks
         yield EpochEnd(epoch, end.watermark)
 
     def _plan_next_epoch(self) -> Iterator[ReadTask | EpochEnd]:
-        assert self._planner is not None
+        assert self._planner is not None and self._store is not None
         saved = self._frontier.value()
         epoch = (self._epoch.value() or 0) + 1
-        previous = Frontier.from_json(saved) if saved is not None else self._planner.start()
-        step = self._planner.step(previous)
+        planner = self._planner
+        previous = (
+            Frontier.from_json(saved) if saved is not None else self._store.call(planner.start)
+        )
+        step = self._store.call(planner.step, previous)
         self._frontier.update(step.frontier.to_json())
         self._epoch.update(epoch)
-        self._watermark = step.frontier.watermark
+        self._measure(step.frontier)
         yield from epoch_records(epoch, previous, step)
+
+    def _measure(self, frontier: Frontier) -> None:
+        now = _now_ms()
+        watermark = frontier.watermark
+        if watermark is not None:
+            self._group_watermark.set(watermark)
+            self._lag_ms.set(now - watermark)
+            self._watermark_lag.set(now - watermark)
+        if now - self._pending_counted_at >= _PENDING_EVERY_MS:
+            assert self._planner is not None and self._store is not None
+            self._pending_records.set(self._store.call(_pending_events, self._planner, frontier))
+            self._pending_counted_at = now
+
+
+def _whole_read(planner: SourcePlanner) -> tuple[Frontier, tuple[ReadTask, ...]]:
+    start = planner.start()
+    end = planner.end(start)
+    return end, planner.tasks(start, end)
+
+
+def _pending_events(planner: SourcePlanner, frontier: Frontier) -> int:
+    """Events between ``frontier`` and the tails of its segments (the store counts them)."""
+    client = planner.client
+    pending = 0
+    for segment, cursor in frontier.state.cursors.items():
+        if cursor.at_end_cut:
+            continue
+        pending += client.plan_read(segment, cursor.offset).events
+    return pending
 
 
 class TaskReader(FlatMapFunction):
@@ -131,34 +182,70 @@ class TaskReader(FlatMapFunction):
 
     def __init__(self, settings: SourceSettings):
         self.settings = settings
-        self._client: Any = None
+        self._store: StoreThread | None = None
+        self._pending: Pending[ReadTask, list[tuple[EventColumns, int]]] | None = None
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
-        self._index = runtime_context.get_index_of_this_subtask()
-        self._parallelism = runtime_context.get_number_of_parallel_subtasks()
-        self._client = self.settings.spec.client()
-        self._as_text = self.settings.spec.deserializer != "bytes"
-        metrics = runtime_context.get_metrics_group().add_group("tidemark")
-        self._events = metrics.counter("eventsRead")
-        self._bytes = metrics.counter("bytesRead")
-        self._late = metrics.counter("lateEvents")
+        subtask = subtask_of(runtime_context)
+        self._index, self._parallelism = subtask.index, subtask.parallelism
+        spec = self.settings.spec
+        self._store = StoreThread("tidemark-reader-store")
+        self._client = self._store.call(spec.client)
+        self._pending = Pending(self._store, self._read)
+        self._as_text = spec.deserializer != "bytes"
+        mode = report_mode(runtime_context, self.settings.reader_name, self.settings.mode)
+        operator = runtime_context.get_metrics_group()
+        group = operator.add_group("tidemark")
+        Value(group, "pythonThreadMode", mode).set(mode == THREAD)
+        self._events = group.counter("eventsRead")
+        self._bytes = group.counter("bytesRead")
+        self._late = group.counter("lateEvents")
+        self._fetch_lag = Value(operator, "currentFetchEventTimeLag", mode)
+        self._emit_lag = Value(operator, "currentEmitEventTimeLag", mode)
+        self._watermark_lag = Value(operator, "watermarkLag", mode)
 
     def close(self) -> None:  # noqa: D102
-        if self._client is not None:
-            self._client.close()
+        if self._store is not None:
+            if self._pending is not None:
+                self._pending.cancel()
+            self._store.call(self._client.close)
+            self._store.close()
+
+    def _read(self, task: ReadTask) -> list[tuple[EventColumns, int]]:
+        """On the store thread: the task's events, each store read's with when it arrived."""
+        spec = self.settings.spec
+        return [
+            (columns, _now_ms())
+            for columns in read_columns(self._client, task, spec.time, spec.deserializer)
+        ]
 
     def flat_map(self, value: ReadTask | EpochEnd) -> Iterator[Row]:  # noqa: D102
+        assert self._pending is not None
         if isinstance(value, EpochEnd):
+            yield from self._emit(self._pending.drain())
             if value.watermark is not None:
-                yield Row(KIND_WATERMARK, flink_millis(value.watermark), None, [])
+                yield watermark_row(value.watermark)
+                self._watermark_lag.set(max(0, _now_ms() - value.watermark))
             return
         if value.lane % self._parallelism != self._index:
             return
-        spec = self.settings.spec
-        for columns in read_columns(self._client, value, spec.time, spec.deserializer):
-            yield from batch_rows(columns, self._as_text)
-            self._events.inc(len(columns))
-            self._bytes.inc(sum(map(len, columns.payloads)))
-            late = sum(columns.late)
-            if late:
-                self._late.inc(late)
+        self._pending.add(value)
+        yield from self._emit(self._pending.ready())
+
+    def _emit(
+        self, done: Iterator[tuple[ReadTask, list[tuple[EventColumns, int]]]]
+    ) -> Iterator[Row]:
+        for _task, reads in done:
+            for columns, fetched_at in reads:
+                yield from batch_rows(columns, self._as_text)
+                self._count(columns, fetched_at)
+
+    def _count(self, columns: EventColumns, fetched_at: int) -> None:
+        self._events.inc(len(columns))
+        self._bytes.inc(sum(map(len, columns.payloads)))
+        late = sum(columns.late)
+        if late:
+            self._late.inc(late)
+        last = columns.event_times[-1]
+        self._fetch_lag.set(fetched_at - last)
+        self._emit_lag.set(_now_ms() - last)

@@ -35,6 +35,7 @@ ignores a NULL ``wm``, emits no watermark.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pyflink.common import Types
@@ -44,6 +45,7 @@ from pyflink.table.expressions import col, lit
 
 from flink_adapter.epochs import RECORD_TYPE
 from flink_adapter.functions import EpochCoordinator, TaskReader
+from flink_adapter.python_mode import configure_job
 from flink_adapter.rows import (
     KIND_WATERMARK,
     OUTPUT_FIELDS,
@@ -105,6 +107,8 @@ def create_table(
     and :data:`BUFFER_TIMEOUT_MS` (latency over batching; set them again
     afterwards to trade back).
     """
+    # Before any Python function is added: PyFlink picks each one's operator by the mode.
+    settings = replace(settings, mode=configure_job(env, settings.python_mode))
     config = t_env.get_config()
     config.set("python.fn-execution.bundle.time", str(BUNDLE_TIME_MS))
     env.get_config().set_auto_watermark_interval(WATERMARK_INTERVAL_MS)
@@ -115,7 +119,7 @@ def create_table(
         _ticks(settings, env, t_env)
         .key_by(lambda _: 0, key_type=Types.INT())
         .process(EpochCoordinator(settings), output_type=RECORD_TYPE)
-        .name("tidemark-coordinator")
+        .name(settings.coordinator_name)
         .uid(f"{prefix}-coordinator")
         .set_parallelism(1)
         .set_buffer_timeout(0)
@@ -123,7 +127,7 @@ def create_table(
     rows = (
         tasks.broadcast()
         .flat_map(TaskReader(settings), output_type=batch_row_type(settings.spec.deserializer))
-        .name("tidemark-reader")
+        .name(settings.reader_name)
         .uid(f"{prefix}-reader")
         .set_parallelism(parallelism)
     )

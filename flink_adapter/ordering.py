@@ -12,49 +12,103 @@ Use it on a keyed stream of the source's rows, in the ingestion-time domain::
 An event is buffered until Flink's watermark passes its timestamp, then
 emitted, so each key's events come out in timestamp order (ties in arrival
 order). An event the source flagged late, or one whose timestamp is at or
-below the watermark already in force, goes to :data:`LATE_EVENTS`: reported,
+below the watermark already in force, goes to the late side output as the
+source's row, typed (:func:`late_events`), so Java sinks take it: reported,
 never dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
-from pyflink.common import Types
+from pyflink.common import Row, Types
 from pyflink.datastream import OutputTag
 from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import MapStateDescriptor
 
+from connector.errors import InvalidArgumentError
 from connector.reader.source import is_late
-from flink_adapter.rows import LATE_INDEX
+from flink_adapter.python_mode import THREAD, mode_of
+from flink_adapter.rows import LATE_INDEX, OUTPUT_FIELDS, ROWTIME_INDEX, output_type
 
-__all__ = ["LATE_EVENTS", "EventTimeOrderingFunction"]
+__all__ = ["LATE_EVENTS", "EventTimeOrderingFunction", "late_events"]
 
-#: The side output of late events (the source's rows, as Python values).
-LATE_EVENTS = OutputTag("tidemark-late-events", Types.PICKLED_BYTE_ARRAY())
+
+@cache
+def late_events(deserializer: str = "json") -> OutputTag:
+    """The late side output of rows of a source with ``deserializer`` (their Flink type).
+
+    ``json`` and ``string`` sources share one (events as text); ``bytes`` has its own.
+    """
+    text = "bytes" if deserializer == "bytes" else "text"
+    return OutputTag(f"tidemark-late-events-{text}", output_type(deserializer))
+
+
+#: The late side output of a source whose events are text (``json``, ``string``).
+LATE_EVENTS = late_events("json")
 
 
 class EventTimeOrderingFunction(KeyedProcessFunction):
-    """Buffers each key's events by timestamp and emits them on event-time timers."""
+    """Buffers each key's events by timestamp and emits them on event-time timers.
+
+    ``late``: the side output late rows go to (:func:`late_events` of the
+    source's deserializer; :data:`LATE_EVENTS`, for text events, by default).
+    """
+
+    def __init__(self, late: OutputTag = LATE_EVENTS):
+        # Only its id travels with the function: PyFlink's types keep JVM handles once used.
+        self._late_id = late.tag_id
+        _late_tag(self._late_id)
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
         self._buffer = runtime_context.get_map_state(
             MapStateDescriptor("tidemark-ordering", Types.LONG(), Types.PICKLED_BYTE_ARRAY())
         )
         self._late = runtime_context.get_metrics_group().add_group("tidemark").counter("lateEvents")
+        self._rowtime = _java_instant if mode_of(runtime_context) == THREAD else _python_instant
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:  # noqa: D102
         timestamp = ctx.timestamp()
         if value[LATE_INDEX] or is_late(timestamp, ctx.timer_service().current_watermark()):
             self._late.inc()
-            yield LATE_EVENTS, value
+            yield _late_tag(self._late_id), value
             return
         waiting = self._buffer.get(timestamp) or []
-        waiting.append(value)
+        # Buffered without the rowtime column: in thread mode it is a JVM object, not picklable.
+        waiting.append(tuple(value[:ROWTIME_INDEX]))
         self._buffer.put(timestamp, waiting)
         ctx.timer_service().register_event_time_timer(timestamp)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:  # noqa: D102
-        yield from self._buffer.get(timestamp) or []
+        rowtime = self._rowtime(timestamp)
+        for fields in self._buffer.get(timestamp) or []:
+            row = Row(*fields[:ROWTIME_INDEX], rowtime)  # a whole row, as earlier versions kept
+            row.set_field_names(list(OUTPUT_FIELDS))
+            yield row
         self._buffer.remove(timestamp)
+
+
+def _late_tag(tag_id: str) -> OutputTag:
+    """The side output :func:`late_events` made with id ``tag_id``."""
+    for deserializer in ("json", "bytes"):
+        tag = late_events(deserializer)
+        if tag.tag_id == tag_id:
+            return tag
+    msg = f"late: expected an OutputTag of flink_adapter.late_events(), got {tag_id!r}"
+    raise InvalidArgumentError(msg)
+
+
+def _java_instant(epoch_ms: int) -> Any:
+    """The rowtime value of a row in thread mode: a ``java.time.Instant``."""
+    from pemja import findClass
+
+    return findClass("java.time.Instant").ofEpochMilli(epoch_ms)
+
+
+def _python_instant(epoch_ms: int) -> Any:
+    """The rowtime value of a row in process mode: PyFlink's ``Instant``."""
+    from pyflink.common.time import Instant
+
+    return Instant.of_epoch_milli(epoch_ms)

@@ -1,9 +1,10 @@
-"""What a reader subtask hands the JVM: a task's events as batch rows.
+"""What a reader subtask hands the JVM: a task's events as batch rows of columns.
 
 The events come from the reader core's one read path
 (:func:`~connector.reader.source.read_columns`: event time and lateness
-included); here they become rows of :func:`flink_adapter.rows.batch_row_type`.
-Plain Python over the store client, so it is tested without Flink.
+included); here they become rows of :func:`flink_adapter.rows.batch_row_type`,
+each an array per column, sliced from the core's columns. Plain Python over
+the store client, so it is tested without Flink.
 """
 
 from __future__ import annotations
@@ -13,15 +14,14 @@ from collections.abc import Iterator
 from pyflink.common import Row
 
 from connector.reader.source import EventColumns, text_of
-from flink_adapter.rows import KIND_EVENTS
+from flink_adapter.rows import BATCHED, KIND_EVENTS, KIND_WATERMARK, flink_millis
 
-__all__ = ["BYTES_PER_BATCH", "EVENTS_PER_BATCH", "batch_rows"]
+__all__ = ["BYTES_PER_BATCH", "EVENTS_PER_BATCH", "batch_rows", "watermark_row"]
 
 #: The most events, and payload bytes, in one batch (a larger event is a batch of its own).
 #: A reader emits a batch as one Flink row, which the JVM unnests: fewer rows cost PyFlink
-#: less, but without object reuse Flink copies each unnested row, its batch included, once
-#: per event, so the copying grows with the square of a batch's size. With events of 100
-#: bytes, batches of 32 gave 60,000 events/s; of 10, 50,000; of 100, 43,000.
+#: less, but without object reuse Flink copies each unnested row, its batch's arrays
+#: included, once per event, so the copying grows with the square of a batch's size.
 EVENTS_PER_BATCH = 32
 BYTES_PER_BATCH = 4096
 
@@ -40,8 +40,31 @@ def batch_rows(
     """
     segment = columns.segment
     payloads = columns.payloads
-    count = len(columns)
-    late = columns.late
+    events = _texts(columns) if as_text else payloads
+    keys, times, late = columns.routing_keys, columns.event_times, columns.late
+    offsets, ingestion_times = columns.offsets, columns.ingestion_times
+    for first, stop in _batches(payloads, max_events, max_bytes):
+        yield Row(
+            KIND_EVENTS,
+            None,
+            segment,
+            keys[first:stop],
+            events[first:stop],
+            times[first:stop],
+            late[first:stop],
+            offsets[first:stop],
+            ingestion_times[first:stop],
+        )
+
+
+def watermark_row(watermark: int) -> Row:
+    """The row of an epoch end's watermark (:func:`flink_millis`): no events, each array empty."""
+    return Row(KIND_WATERMARK, flink_millis(watermark), None, *([] for _ in BATCHED))
+
+
+def _batches(payloads: list[bytes], max_events: int, max_bytes: int) -> Iterator[tuple[int, int]]:
+    """``[first, stop)`` of each batch: at most ``max_events`` and ``max_bytes``, at least one."""
+    count = len(payloads)
     first = 0
     while first < count:
         stop, size = first + 1, len(payloads[first])
@@ -50,16 +73,16 @@ def batch_rows(
         ):
             size += len(payloads[stop])
             stop += 1
-        events = [
-            Row(
-                columns.routing_keys[i],
-                text_of(payloads[i], segment, columns.offsets[i]) if as_text else payloads[i],
-                columns.event_times[i],
-                late[i],
-                columns.offsets[i],
-                columns.ingestion_times[i],
-            )
-            for i in range(first, stop)
-        ]
-        yield Row(KIND_EVENTS, None, segment, events)
+        yield first, stop
         first = stop
+
+
+def _texts(columns: EventColumns) -> list[str]:
+    """Each event as text; an event that is not UTF-8 is named (:func:`text_of`)."""
+    try:
+        return [payload.decode() for payload in columns.payloads]
+    except UnicodeDecodeError:
+        return [
+            text_of(payload, columns.segment, offset)
+            for payload, offset in zip(columns.payloads, columns.offsets, strict=True)
+        ]

@@ -3,14 +3,21 @@
 Every shape the source's rows take comes from the column declarations here:
 
 - a reader's row (:func:`batch_row_type`): a batch of one segment's events
-  (:data:`BATCHED` columns each) in an array, or one epoch end's watermark;
-  PyFlink's cost is per row a Python function hands to the JVM, and the JVM
-  unnests the array;
+  as columns, an array per :data:`BATCHED` column, or one epoch end's
+  watermark; PyFlink's cost is per row a Python function hands to the JVM,
+  and the JVM unnests the arrays (by ordinal: ``UNNEST ... WITH ORDINALITY``);
 - the unnesting query and the table schema whose watermark follows ``wm``
   (:func:`unnest_query`, :func:`table_schema`);
 - the source's rows (:data:`OUTPUT_FIELDS`, :func:`output_type`), the event
   time also as ``rt``, a ``TIMESTAMP_LTZ(3)`` rowtime attribute (an Instant
   in a DataStream).
+
+Why arrays of values and not an array of rows: in thread mode PyFlink 2.3
+turns an array of rows into JVM rows through one reused row object, so
+every element of the array came out as its last (found by a restored job
+whose every event read as the last of its batch); arrays of strings,
+numbers and byte arrays hold no reused object, and cost less to hand over
+in both modes.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = [
     "KIND_EVENTS",
     "KIND_WATERMARK",
     "LATE_INDEX",
+    "ROWTIME_INDEX",
     "OUTPUT",
     "OUTPUT_FIELDS",
     "Column",
@@ -64,8 +72,9 @@ class Column:
 
     ``kind`` is ``string``, ``long``, ``boolean``, ``event`` (bytes for the
     bytes schema, else text) or ``rowtime``. ``sql`` computes the column from
-    the reader row ``t`` and its event ``e``; a watermark row has no event,
-    so event time falls back to its ``wm``.
+    the reader row ``t`` and the ordinal ``i`` of its event in the row's
+    arrays; a watermark row has no event (``i`` is NULL), so event time
+    falls back to its ``wm``.
     """
 
     name: str
@@ -79,6 +88,13 @@ class Column:
                 Types.PRIMITIVE_ARRAY(Types.BYTE()) if deserializer == "bytes" else Types.STRING()
             )
         return _TYPE_INFO[self.kind]()
+
+    def array_type_info(self, deserializer: str) -> Any:
+        """The Flink type of the column's array in a reader row."""
+        element = self.type_info(deserializer)
+        if self.kind == "event" and deserializer == "bytes":
+            return Types.OBJECT_ARRAY(element)
+        return Types.BASIC_ARRAY(element)
 
     def data_type(self, deserializer: str) -> Any:
         """The column's Table type."""
@@ -99,18 +115,18 @@ _DATA_TYPE: dict[str, Callable[[], Any]] = {
     "boolean": DataTypes.BOOLEAN,
     "rowtime": lambda: DataTypes.TIMESTAMP_LTZ(3),
 }
-_EVENT_TIME_SQL = "COALESCE(e.event_time, t.wm)"
+_EVENT_TIME_SQL = "COALESCE(t.event_time[i], t.wm)"
 
-ROUTING_KEY = Column("routing_key", "string", "e.routing_key")
-EVENT = Column("event", "event", "e.event")
+ROUTING_KEY = Column("routing_key", "string", "t.routing_key[i]")
+EVENT = Column("event", "event", "t.event[i]")
 EVENT_TIME = Column("event_time", "long", _EVENT_TIME_SQL)
-LATE = Column("late", "boolean", "e.late")
+LATE = Column("late", "boolean", "t.late[i]")
 SEGMENT = Column("segment", "string", "t.segment")
-OFFSET = Column("offset", "long", "e.`offset`")
-INGESTION_TIME = Column("ingestion_time", "long", "e.ingestion_time")
+OFFSET = Column("offset", "long", "t.`offset`[i]")
+INGESTION_TIME = Column("ingestion_time", "long", "t.ingestion_time[i]")
 ROWTIME = Column("rt", "rowtime", f"TO_TIMESTAMP_LTZ({_EVENT_TIME_SQL}, 3)")
 
-#: The columns of one event in a reader row's batch, in order.
+#: The columns of a reader row's batch, an array each, in order.
 BATCHED = (ROUTING_KEY, EVENT, EVENT_TIME, LATE, OFFSET, INGESTION_TIME)
 #: The columns of the source's rows, in order.
 OUTPUT = (ROUTING_KEY, EVENT, EVENT_TIME, LATE, SEGMENT, OFFSET, INGESTION_TIME, ROWTIME)
@@ -118,16 +134,23 @@ OUTPUT = (ROUTING_KEY, EVENT, EVENT_TIME, LATE, SEGMENT, OFFSET, INGESTION_TIME,
 OUTPUT_FIELDS = tuple(column.name for column in OUTPUT)
 #: Where a row says whether its event is late.
 LATE_INDEX = OUTPUT_FIELDS.index(LATE.name)
-#: A reader row: kind, the watermark of a watermark row, the batch's segment, its events.
-_READER_FIELDS = ("kind", "wm", "segment", "events")
+#: Where a row holds its event time as a rowtime value (the last column).
+ROWTIME_INDEX = OUTPUT_FIELDS.index(ROWTIME.name)
+#: A reader row: kind, the watermark of a watermark row, the batch's segment, then its
+#: :data:`BATCHED` arrays.
+_READER_FIELDS = ("kind", "wm", "segment")
 
 
 def batch_row_type(deserializer: str) -> Any:
-    """The Flink type of a reader's rows (:data:`BATCHED` events in an array)."""
-    event = Types.ROW_NAMED([c.name for c in BATCHED], [c.type_info(deserializer) for c in BATCHED])
+    """The Flink type of a reader's rows (:data:`BATCHED` columns as arrays)."""
     return Types.ROW_NAMED(
-        list(_READER_FIELDS),
-        [Types.STRING(), Types.LONG(), Types.STRING(), Types.OBJECT_ARRAY(event)],
+        [*_READER_FIELDS, *(c.name for c in BATCHED)],
+        [
+            Types.STRING(),
+            Types.LONG(),
+            Types.STRING(),
+            *(c.array_type_info(deserializer) for c in BATCHED),
+        ],
     )
 
 
@@ -139,13 +162,13 @@ def output_type(deserializer: str) -> Any:
 def unnest_query(view: str) -> str:
     """The query that unnests the reader rows of ``view``: ``kind``, ``wm``, then :data:`OUTPUT`.
 
-    A watermark row has no events: the LEFT JOIN keeps it, its event time its watermark.
+    One row per ordinal ``i`` of the batch's event-time array; a watermark
+    row has no events: the LEFT JOIN keeps it, its event time its watermark.
     """
     columns = ", ".join(f"{c.sql} AS `{c.name}`" for c in OUTPUT)
-    fields = ", ".join(f"`{c.name}`" for c in BATCHED)
     return (
-        f"SELECT t.kind, t.wm, {columns} "
-        f"FROM {view} AS t LEFT JOIN UNNEST(t.events) AS e({fields}) ON TRUE"
+        f"SELECT t.kind, t.wm, {columns} FROM {view} AS t "
+        f"LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
     )
 
 

@@ -24,6 +24,11 @@ class SourceSettings:
         uid: the uid prefix of the source's operators (defaults to the group's name).
         parallelism: reader subtasks (None: the environment's).
         epoch_interval_ms: how often the coordinator plans (one epoch per tick).
+        python_mode: the Python execution mode asked for (``thread`` or
+            ``process``; None: the job's own setting, else thread mode where
+            PyFlink can run it); see :mod:`flink_adapter.python_mode`.
+        mode: the mode the job was set to when the source was added (the
+            functions check they run in it).
     """
 
     spec: ReadSpec
@@ -31,8 +36,25 @@ class SourceSettings:
     uid: str | None = None
     parallelism: int | None = None
     epoch_interval_ms: int = 100
+    python_mode: str | None = None
+    mode: str = "thread"
 
     @property
     def uid_prefix(self) -> str:
         """The prefix of the source's operator uids."""
         return self.uid or f"tidemark-{self.reader_group}"
+
+    @property
+    def streams_label(self) -> str:
+        """The streams read, for names people read (``iot/sensors, iot/alarms``)."""
+        return ", ".join(self.spec.stream_names)
+
+    @property
+    def reader_name(self) -> str:
+        """The reader operator's name in Flink's web UI and metrics."""
+        return f"Tidemark source: {self.streams_label}"
+
+    @property
+    def coordinator_name(self) -> str:
+        """The coordinator operator's name in Flink's web UI and metrics."""
+        return f"Tidemark coordinator: {self.streams_label}"

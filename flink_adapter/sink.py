@@ -71,6 +71,8 @@ from connector.errors import InvalidArgumentError
 from connector.names import StreamId
 from connector.reader.events import END_OF_TIME
 from connector.security.credentials import ClientCredentials, split_uri
+from flink_adapter.python_mode import THREAD, mode_of, subtask_of
+from flink_adapter.store_thread import StoreThread
 
 __all__ = [
     "FlinkTidemarkWriter",
@@ -142,18 +144,23 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
     def open(self, runtime_context: RuntimeContext) -> None:
         """Connects as this subtask's writer, a new incarnation of its id (see the module)."""
         settings = self.settings
-        self.writer_id = (
-            f"{settings.writer_id_prefix}-{runtime_context.get_index_of_this_subtask()}"
-        )
-        self._client = StoreClient(settings.uri)
-        self._writer: EventWriter[bytes] = EventWriter(
-            self._client,
-            settings.stream,
-            BytesSerializer(),
-            writer_id=self.writer_id,
-            numbers_from=incarnation(),
+        # subtask_of: PyFlink's own index call fails in thread mode.
+        self.writer_id = f"{settings.writer_id_prefix}-{subtask_of(runtime_context).index}"
+        # Every store call on a thread of its own: in thread mode a gRPC call from the task's
+        # thread can wait forever (see flink_adapter.store_thread).
+        self._store = StoreThread("tidemark-sink-store")
+        self._client = self._store.call(StoreClient, settings.uri)
+        self._writer: EventWriter[bytes] = self._store.call(
+            lambda: EventWriter(
+                self._client,
+                settings.stream,
+                BytesSerializer(),
+                writer_id=self.writer_id,
+                numbers_from=incarnation(),
+            )
         )
         self._encode = _encoder(settings.serialization)
+        self._thread_mode = mode_of(runtime_context) == THREAD
         self._asserted: int | None = None
 
     def process_element(
@@ -163,9 +170,8 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
         settings = self.settings
         key = _pick(value, settings.routing_key) if settings.routing_key is not None else None
         if settings.assert_watermarks:
-            self._follow(ctx.current_watermark())  # joins before its first row
-        self._writer.write_event(self._encode(_pick(value, settings.event)), key)
-        self._writer.flush()
+            self._follow(self._watermark_of(ctx))  # joins before its first row
+        self._store.call(self._write, self._encode(_pick(value, settings.event)), key)
         yield from ()
 
     def process_broadcast_element(
@@ -173,8 +179,20 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
     ) -> Any:
         """A tick: asserts the watermark if it rose."""
         if self.settings.assert_watermarks:
-            self._follow(ctx.current_watermark())
+            self._follow(self._watermark_of(ctx))
         yield from ()
+
+    def _watermark_of(self, ctx: Any) -> int:
+        """The operator's current watermark, in either Python execution mode.
+
+        In thread mode PyFlink 2.3 hands this function the context of its
+        keyed co-process operator, which has no ``currentWatermark`` (its
+        ``current_watermark()`` fails with ``AttributeError``); its timer
+        service has it.
+        """
+        if self._thread_mode:
+            return int(ctx._j_context.timerService().currentWatermark())  # noqa: SLF001
+        return int(ctx.current_watermark())
 
     def _follow(self, watermark: int) -> None:
         if not 0 <= watermark < END_OF_TIME:
@@ -183,7 +201,7 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
             return
         self._asserted = watermark
         try:
-            self._writer.note_time(watermark)
+            self._store.call(self._writer.note_time, watermark)
         except InvalidArgumentError as refused:
             # Below what an earlier incarnation of this subtask asserted (a restore starts
             # Flink's watermark over): asserted again once the watermark passes it.
@@ -192,9 +210,15 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
     def close(self) -> None:
         """Flushes and marks this subtask's writer idle (if it asserted); closes the connection."""
         try:
-            self._writer.close()
+            self._store.call(self._writer.close)
         finally:
-            self._client.close()
+            self._store.call(self._client.close)
+            self._store.close()
+
+    def _write(self, event: bytes, key: str | None) -> None:
+        """On the store thread: appends ``event``; durable on return."""
+        self._writer.write_event(event, key)
+        self._writer.flush()
 
 
 def incarnation() -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import pathlib
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
@@ -119,7 +120,11 @@ def _name(frame: FrameType) -> str:
 
 
 def call_path(run: Callable[[], Any], adapter: str, core: str = "connector") -> CallPath:
-    """Runs ``run()`` and records its path between package ``core`` and package ``adapter``."""
+    """Runs ``run()`` and records its path between package ``core`` and package ``adapter``.
+
+    Threads started while ``run()`` runs are followed too (an adapter may
+    make its calls on a thread of its own).
+    """
     seen = CallPath()
 
     def within(frame: FrameType | None, package: str) -> bool:
@@ -140,8 +145,10 @@ def call_path(run: Callable[[], Any], adapter: str, core: str = "connector") -> 
                 below = below.f_back
 
     sys.setprofile(profile)
+    threading.setprofile(profile)
     try:
         run()
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
     return seen

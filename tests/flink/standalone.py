@@ -1,11 +1,13 @@
-"""A Flink standalone cluster started with the scripts apache-flink ships, for one test.
+"""A Flink standalone cluster from the scripts apache-flink ships, for one test.
 
 :func:`standalone_cluster` copies the package's ``conf`` folder into a folder
-of the test's, sets free ports, two task slots, fast failure detection, a
-restart strategy, file checkpoints and this environment's Python, and runs
-``bin/start-cluster.sh`` with ``FLINK_CONF_DIR`` pointing there. It stops the
-cluster with ``bin/stop-cluster.sh`` afterwards, and then kills whatever of it
-is still running (a TaskManager's Python workers outlive it when it is killed).
+of the test's and sets there what is the test's own: free ports, fast
+failure detection, a restart strategy, file checkpoints and folders for logs
+and temporary files. The test starts the cluster with the README's commands,
+run with ``FLINK_CONF_DIR`` pointing there (:attr:`StandaloneCluster.env`),
+which set everything else (the interpreters, the slots). Afterwards it stops
+the cluster with ``bin/stop-cluster.sh``, then kills whatever of it is still
+running (a TaskManager's Python workers outlive it when it is killed).
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import pyflink
 import yaml
 
-from tests.conftest import wait_until
+from tests.flink import rest
 
 __all__ = ["StandaloneCluster", "standalone_cluster"]
 
@@ -35,25 +35,19 @@ _TASK_MANAGER_CLASS = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
 _SCRIPT_TIMEOUT_S = 120
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
-    """The settings this test's cluster differs from the shipped ``config.yaml`` in."""
-    python = sys.executable
+    """The settings this test's cluster differs from the shipped ``config.yaml`` in.
+
+    Not the interpreters nor the slots: the README's commands set those.
+    """
     return {
-        "jobmanager.rpc.port": _free_port(),
+        "jobmanager.rpc.port": rest.free_port(),
         "jobmanager.memory.process.size": "1024m",
         "taskmanager.memory.process.size": "1400m",
-        "taskmanager.numberOfTaskSlots": 2,
-        "parallelism.default": 2,
         "rest.address": "localhost",
         "rest.bind-address": "localhost",
         "rest.port": rest_port,
-        "blob.server.port": str(_free_port()),
+        "blob.server.port": str(rest.free_port()),
         # A killed TaskManager is noticed within seconds, not the default 50 s.
         "heartbeat.interval": 1_000,
         "heartbeat.timeout": 5_000,
@@ -62,8 +56,6 @@ def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
         "restart-strategy.fixed-delay.delay": "1 s",
         "execution.checkpointing.dir": (folder / "checkpoints").as_uri(),
         "execution.checkpointing.storage": "filesystem",
-        "python.executable": python,
-        "python.client.executable": python,
         "io.tmp.dirs": str(folder / "tmp"),
     }
 
@@ -109,7 +101,7 @@ class StandaloneCluster:
     def __init__(self, folder: pathlib.Path):
         self.folder = folder
         self.conf_dir = folder / "conf"
-        self.rest_port = _free_port()
+        self.rest_port = rest.free_port()
         self.env = {
             **os.environ,
             "FLINK_CONF_DIR": str(self.conf_dir),
@@ -138,6 +130,22 @@ class StandaloneCluster:
             else:
                 flat[name] = value
         return flat
+
+    def shell(self, script: str, cwd: pathlib.Path) -> str:
+        """Runs ``script`` (the README's commands) with bash and this cluster's settings."""
+        done = subprocess.run(
+            ["bash", "-c", script],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=_SCRIPT_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            msg = f"{script}\nexited with {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            raise AssertionError(msg)
+        return done.stdout + done.stderr
 
     def script(self, name: str, *args: str) -> str:
         """Runs ``bin/NAME`` with the cluster's settings; returns its output."""
@@ -168,14 +176,18 @@ class StandaloneCluster:
         except OSError:
             return 0
 
-    def run_py(self, script: pathlib.Path, *args: str) -> str:
-        """Submits ``script`` with ``flink run -d -py``; returns the job's id."""
-        output = self.script("flink", "run", "-d", "-py", str(script), *args)
+    @staticmethod
+    def job_id(output: str) -> str:
+        """The job id ``flink run`` printed in ``output``."""
         for line in output.splitlines():
             if "JobID" in line:
                 return line.split()[-1]
         msg = f"flink run printed no job id:\n{output}"
         raise AssertionError(msg)
+
+    def metric(self, job: str, vertex: str, name: str) -> list[int]:
+        """Metric ``name`` of the task whose name starts with ``vertex``, a value per subtask."""
+        return [int(value) for value in rest.metric(self.rest_port, job, vertex, name)]
 
     def checkpoints(self, job: str) -> dict[str, Any]:
         """The job's checkpoint statistics."""
@@ -200,15 +212,11 @@ class StandaloneCluster:
 
 @contextlib.contextmanager
 def standalone_cluster(folder: pathlib.Path) -> Iterator[StandaloneCluster]:
-    """A standalone cluster of one JobManager and one TaskManager, for the ``with`` block."""
+    """A standalone cluster's settings for the ``with`` block, which starts it; stopped after."""
     folder.mkdir(parents=True)
     cluster = StandaloneCluster(folder)
     cluster.configure()
     try:
-        cluster.script("start-cluster.sh")
-        wait_until(
-            lambda: cluster.task_managers() == 1, 120, 0.2, what="the TaskManager to register"
-        )
         yield cluster
     finally:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):

@@ -127,9 +127,9 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
     (columns,) = read_columns(client, task, spec.time, spec.deserializer)
     assert [t - now for t in columns.event_times] == [-10, 0, 10]
     assert columns.late == [True, True, False]
-    rows = [event for row in batch_rows(columns, as_text=True) for event in row[3]]
-    assert all(isinstance(row[1], str) for row in rows)
-    assert [row[3] for row in rows] == [True, True, False]
+    (row,) = batch_rows(columns, as_text=True)
+    assert all(isinstance(event, str) for event in row[4])
+    assert row[6] == [True, True, False]
     client.close()
 
 
@@ -205,7 +205,7 @@ def _columns(segment: str, sizes: list[int]) -> EventColumns:
 def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order():
     rows = list(batch_rows(_columns("a", [10] * 5), False, max_events=2, max_bytes=40))
     rows += batch_rows(_columns("b", [50, 10]), False, max_events=2, max_bytes=40)
-    assert [(row[2], [e[4] for e in row[3]]) for row in rows] == [
+    assert [(row[2], row[7]) for row in rows] == [
         ("a", [0, 1]),
         ("a", [2, 3]),
         ("a", [4]),

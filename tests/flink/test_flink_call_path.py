@@ -1,8 +1,9 @@
 """The Flink coordinator plans an epoch with one call into the reader core, which never calls back.
 
-The coordinator's keyed state is replaced by plain holders: what is looked
-at is the path of ``_plan_next_epoch`` between the adapter and the core
-(:mod:`tests.layers`), not Flink.
+The coordinator's keyed state and metrics are replaced by plain holders:
+what is looked at is the path of ``_plan_next_epoch`` between the adapter
+and the core (:mod:`tests.layers`), not Flink. Its store calls run on its
+store thread, as in a job (the path follows them there).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.functions import EpochCoordinator
+from flink_adapter.store_thread import StoreThread
 from tests.layers import call_path
 
 
@@ -26,6 +28,10 @@ class _Value:
         return self._value
 
     def update(self, value: Any) -> None:
+        self._value = value
+
+    def set(self, value: int) -> None:
+        """Stands in for a metric (:class:`flink_adapter.metrics.Value`)."""
         self._value = value
 
 
@@ -49,12 +55,18 @@ def test_an_epoch_enters_the_core_for_one_plan_and_the_core_never_climbs_back(st
     coordinator._frontier, coordinator._epoch = _Value(), _Value()  # noqa: SLF001
     coordinator._planner = SourcePlanner(client, reader.settings.spec)  # noqa: SLF001
     coordinator._frontier.update(coordinator._planner.start().to_json())  # noqa: SLF001
+    for metric in ("_group_watermark", "_lag_ms", "_watermark_lag", "_pending_records"):
+        setattr(coordinator, metric, _Value())
+    coordinator._pending_counted_at = 0  # noqa: SLF001
+    # Its thread starts with the first call, inside call_path, which follows it there.
+    coordinator._store = StoreThread("call-path")  # noqa: SLF001
 
     records: list[Any] = []
     path = call_path(
         lambda: records.extend(coordinator._plan_next_epoch()),  # noqa: SLF001
         "flink_adapter",
     )
+    coordinator._store.close()  # noqa: SLF001
     client.close()
     assert path.climbs == []
     plans = [entry for entry in path.entries if ".SourcePlanner." in entry]

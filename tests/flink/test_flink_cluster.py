@@ -1,11 +1,13 @@
-"""The adapter on a Flink standalone cluster: ``flink run -py``, a TaskManager killed, exactly once.
+"""The adapter on a Flink standalone cluster: the README's recipe, a TaskManager killed, once.
 
-One job, submitted the way users go past one machine: a cluster started with
-the ``start-cluster.sh`` that apache-flink ships, the job given to ``flink
-run -py`` (:mod:`examples.flink_cluster_job`), a store server in a process of
-its own. Once the job has finished part files for the first events (so a
-checkpoint completed), the TaskManager and its Python workers are killed
-with SIGKILL and a new TaskManager is started; the job restores from its
+One job, submitted the way the README says users go past one machine: its
+commands run as written (a JobManager and a TaskManager from the scripts
+apache-flink ships, the job given to ``flink run -py`` with the interpreters
+and path they name: :mod:`examples.flink_cluster_job`), a store server in a
+process of its own. The source's functions must say over the REST API that
+they run in thread mode. Once the job has finished part files for the first
+events (so a checkpoint completed), the TaskManager is killed with SIGKILL
+and a new one started with the README's command; the job restores from its
 last checkpoint and goes on. Every event written must be in the finished
 files exactly once.
 """
@@ -21,12 +23,13 @@ from typing import Any
 import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from tests.readme import localized, shell_block
 
 from .standalone import standalone_cluster
 
 pytestmark = pytest.mark.slow
 
-_JOB = pathlib.Path(__file__).resolve().parents[2] / "examples" / "flink_cluster_job.py"
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _finished_events(output: pathlib.Path) -> list[int]:
@@ -55,12 +58,23 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
     output = tmp_path / "output"
     _write(client, range(200))
 
+    recipe = shell_block("flink_adapter.pythonpath")
+    exports = [command for command in recipe if command.startswith("export ")]
+    [start_task_manager] = [command for command in recipe if "taskmanager.sh start" in command]
+    places = {
+        "tidemark://HOST:7070": server.uri,
+        "iot/sensors": "x/s",
+        "file:///data/sensors": f"{output.as_uri()} --checkpoint-ms 500",
+    }
     with standalone_cluster(tmp_path / "flink") as cluster:
-        job = cluster.run_py(
-            _JOB,
-            *("--uri", server.uri, "--stream", "x/s", "--output", output.as_uri()),
-            *("--checkpoint-ms", "500"),
+        job = cluster.job_id(cluster.shell(localized("".join(recipe), places), _ROOT))
+        source = "Tidemark source: x/s"
+        wait_until(
+            lambda: len(cluster.metric(job, source, "tidemark.pythonThreadMode")) == 2,
+            timeout=120,
+            what="the reader subtasks' metrics",
         )
+        assert cluster.metric(job, source, "tidemark.pythonThreadMode") == [1, 1], "thread mode"
         wait_until(
             lambda: len(_finished_events(output)) >= 200,
             timeout=120,
@@ -68,7 +82,7 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
         )
         cluster.kill_task_manager()
         _write(client, range(200, 400))
-        cluster.script("taskmanager.sh", "start")
+        cluster.shell("".join([*exports, start_task_manager]), _ROOT)
         wait_until(
             lambda: cluster.checkpoints(job)["latest"]["restored"] is not None,
             timeout=120,

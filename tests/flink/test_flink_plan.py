@@ -41,8 +41,8 @@ def _chain_after(nodes: dict[int, dict], first: int) -> list[dict]:
 
 def test_readers_feed_the_watermark_assigner_forward_at_their_parallelism(flink_env):
     nodes = _plan(flink_env, parallelism=3)
-    coordinator = next(n for n in nodes.values() if n["type"] == "tidemark-coordinator")
-    reader = next(n for n in nodes.values() if n["type"] == "tidemark-reader")
+    coordinator = next(n for n in nodes.values() if n["type"] == "Tidemark coordinator: a/b")
+    reader = next(n for n in nodes.values() if n["type"] == "Tidemark source: a/b")
     assert coordinator["parallelism"] == 1
     assert reader["parallelism"] == 3
     assert [p["ship_strategy"] for p in reader["predecessors"]] == ["BROADCAST"]

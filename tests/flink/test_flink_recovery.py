@@ -7,13 +7,14 @@ import pathlib
 from typing import Any
 
 import pytest
-from pyflink.common import Configuration, Types
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.common import Types
 from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from examples.job_output import Collected
 from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.python_mode import subtask_of
+from tests.flink.conftest import PYTHON_MODES, environment
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +35,8 @@ class _FailOnce(KeyedProcessFunction):
         self.marker = marker
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self.subtask = runtime_context.get_index_of_this_subtask()
-        self.attempt = runtime_context.get_attempt_number()
+        subtask = subtask_of(runtime_context)  # PyFlink's own fails in thread mode
+        self.subtask, self.attempt = subtask.index, subtask.attempt
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
         event = json.loads(value[1])
@@ -87,23 +88,26 @@ def _last_checkpoint(folder: pathlib.Path) -> int:
 
 
 @pytest.mark.storages("file", "jetstream")
+@pytest.mark.parametrize("python_mode", PYTHON_MODES)
 def test_a_failure_after_a_checkpoint_and_a_split_lose_and_repeat_nothing(
-    start_store, clock, tmp_path: pathlib.Path, wait_until
+    start_store, clock, tmp_path: pathlib.Path, wait_until, python_mode: str
 ) -> None:
     server = start_store(max_watermark_lag_ms=300)
     client = StoreClient(server.uri)
     StreamManager(client).create_scope("x")
     StreamManager(client).create_stream("x", "s", 2)
     checkpoints = tmp_path / "checkpoints"
-    configuration = Configuration()
-    configuration.set_string("parallelism.default", "2")
-    configuration.set_string("execution.checkpointing.interval", "300 ms")
-    configuration.set_string("execution.checkpointing.dir", checkpoints.as_uri())
-    configuration.set_string("execution.checkpointing.storage", "filesystem")
-    configuration.set_string("restart-strategy.type", "fixed-delay")
-    configuration.set_string("restart-strategy.fixed-delay.attempts", "3")
-    configuration.set_string("restart-strategy.fixed-delay.delay", "200 ms")
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env = environment(
+        python_mode,
+        **{
+            "execution.checkpointing.interval": "300 ms",
+            "execution.checkpointing.dir": checkpoints.as_uri(),
+            "execution.checkpointing.storage": "filesystem",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "3",
+            "restart-strategy.fixed-delay.delay": "200 ms",
+        },
+    )
     env.enable_checkpointing(300)
     reader = (
         FlinkTidemarkReader.builder()
