@@ -316,4 +316,5 @@ def _checked(option: str, check: Any) -> Any:
 
 
 def _millis(option: str, value: Any) -> int:
-    return int(_checked(option, lambda: to_millis(option, value)))
+    """``value`` in ms; refused naming ``option`` once (:func:`to_millis` names it itself)."""
+    return to_millis(option, value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -75,5 +76,8 @@ def test_credentials_go_into_the_uri_as_files():
     ],
 )
 def test_a_bad_option_is_refused_at_build_naming_it(configure, named):
-    with pytest.raises(InvalidArgumentError, match=named):
+    with pytest.raises(InvalidArgumentError, match=named) as refused:
         configure(_builder()).build()
+    method = re.match(r"(with_\w+|for_stream)", named)
+    if method is not None:
+        assert str(refused.value).count(method.group(1)) == 1, "the method named once"
