@@ -16,7 +16,7 @@ from typing import Any
 from connector.errors import InvalidArgumentError
 from connector.names import validate_name
 from connector.reader.events import TimeDomain, to_millis
-from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
+from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead, probe_store
 from connector.security.credentials import ClientCredentials
 from flink_adapter import graph
 from flink_adapter.epochs import (
@@ -220,13 +220,26 @@ class FlinkTidemarkReaderBuilder:
         """
         return self._set("python_mode", mode)
 
-    def build(self) -> FlinkTidemarkReader:
-        """The reader these options describe.
+    def build(self, check_store: bool = True) -> FlinkTidemarkReader:
+        """The reader these options describe, checked against its store once.
+
+        With ``check_store`` (the default) the store is asked once, as
+        Spark's ``load()`` does (:func:`~connector.reader.source.probe_store`):
+        it must answer (an address where nothing listens fails at once, a
+        silent one within :data:`~connector.reader.source.PROBE_BOUND_S`
+        seconds), its streams must exist and the cuts' segments with them.
+        ``check_store=False`` skips that, for a job built where the store
+        cannot be reached (its readers must reach it all the same).
 
         Raises:
             InvalidArgumentError: naming the option whose value is wrong or missing.
+            StoreUnavailableError: the store did not answer; names ``with_store`` and the URI.
+            NotFoundError: a stream does not exist; names ``for_stream`` and the stream.
         """
-        return FlinkTidemarkReader(self._settings())
+        settings = self._settings()
+        if check_store:
+            probe_store(settings.spec)
+        return FlinkTidemarkReader(settings)
 
     def _set(self, option: str, value: Any) -> FlinkTidemarkReaderBuilder:
         self._options[option] = value

@@ -53,7 +53,7 @@ def _planner(client: StoreClient, lag: int | None = LAG, **builder: Any) -> Sour
         )
     for name, value in builder.items():
         options = getattr(options, name)(*value)
-    return SourcePlanner(client, options.build().settings.spec)
+    return SourcePlanner(client, options.build(check_store=False).settings.spec)
 
 
 def _epoch(

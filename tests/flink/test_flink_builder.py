@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+import socket
+import time
 from datetime import timedelta
 
 import pytest
 
-from connector.errors import InvalidArgumentError
+from connector import StoreClient, StreamManager
+from connector.errors import InvalidArgumentError, NotFoundError, StoreUnavailableError
+from connector.reader.source import PROBE_BOUND_S
 from connector.reader.timestamps import FieldTimestampAssigner
 from connector.security import ClientCredentials
 from flink_adapter import FlinkTidemarkReader, StreamCut, TimeDomain
+from tests.flink.rest import free_port
 
 
 def _builder():
@@ -28,7 +33,7 @@ def test_a_complete_builder_gives_the_settings_it_was_told():
         .uid("sensors-source")
         .with_event_read_timeout(2_000)
         .with_parallelism(3)
-        .build()
+        .build(check_store=False)
     )
     settings = reader.settings
     spec = settings.spec
@@ -40,7 +45,7 @@ def test_a_complete_builder_gives_the_settings_it_was_told():
 
 
 def test_the_processing_time_domain_is_the_default_and_plans_no_watermark():
-    spec = _builder().build().settings.spec
+    spec = _builder().build(check_store=False).settings.spec
     assert spec.time.domain is TimeDomain.PROCESSING_TIME and not spec.time.has_watermarks
 
 
@@ -50,7 +55,7 @@ def test_credentials_go_into_the_uri_as_files():
         FlinkTidemarkReader.builder()
         .with_store("tidemark://h:1", credentials=credentials)
         .for_stream("iot/s")
-        .build()
+        .build(check_store=False)
     )
     assert reader.settings.spec.uri == "tidemark://h:1?tls_ca_file=ca.pem&token_file=t.token"
 
@@ -81,3 +86,33 @@ def test_a_bad_option_is_refused_at_build_naming_it(configure, named):
     method = re.match(r"(with_\w+|for_stream)", named)
     if method is not None:
         assert str(refused.value).count(method.group(1)) == 1, "the method named once"
+
+
+def test_build_refuses_a_store_where_nothing_listens_at_once_naming_it():
+    uri = f"tidemark://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"^with_store: the store .*127\.0\.0\.1"):
+        FlinkTidemarkReader.builder().with_store(uri).for_stream("iot/s").build()
+    assert time.monotonic() - started < PROBE_BOUND_S
+
+
+def test_build_refuses_a_store_that_does_not_answer_within_the_bound():
+    with socket.socket() as silent:  # takes connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"tidemark://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match=r"^with_store: the store"):
+            FlinkTidemarkReader.builder().with_store(uri).for_stream("iot/s").build()
+        assert time.monotonic() - started < PROBE_BOUND_S + 1
+
+
+def test_build_refuses_a_stream_that_does_not_exist_naming_for_stream(start_store):
+    server = start_store()
+    with StoreClient(server.uri) as client:
+        StreamManager(client).create_scope("iot")
+        StreamManager(client).create_stream("iot", "sensors", 1)
+    with pytest.raises(NotFoundError, match=r"^for_stream: stream 'iot/nope' does not exist"):
+        FlinkTidemarkReader.builder().with_store(server.uri).for_stream("iot/nope").build()
+    reader = FlinkTidemarkReader.builder().with_store(server.uri).for_stream("iot/sensors").build()
+    assert reader.settings.spec.stream_names == ["iot/sensors"]
