@@ -46,9 +46,18 @@ def localized(command: str, places: Mapping[str, str]) -> str:
     return command
 
 
+#: What a make running the tests (``make test``) leaves in their environment: with it, a
+#: README's ``make`` command runs as a sub-make, which prints its directory in its output.
+_OUTER_MAKE = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+
+
 def shell_env(**extra: str) -> dict[str, str]:
-    """The environment a README command runs in: this venv's commands first on the PATH."""
-    return {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **extra}
+    """The environment a README command runs in: this venv's commands first on the PATH.
+
+    As a user's shell has it: no outer make's variables, so ``make`` there is a top-level make.
+    """
+    inherited = {k: v for k, v in os.environ.items() if k not in _OUTER_MAKE}
+    return {**inherited, "PATH": f"{BIN}:{os.environ['PATH']}", **extra}
 
 
 def shell(command: str, cwd: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
