@@ -121,8 +121,9 @@ def test_a_flush_that_failed_keeps_its_events_and_a_later_flush_stores_them(
     start_store: Callable[..., StoreServer], wait_until: Callable[..., object]
 ) -> None:
     server = start_store()
-    client = StoreClient(server.uri, retry_timeout_s=0.2)
-    [segment] = (s.segment for s in _stream(client, 1).segments)
+    with StoreClient(server.uri) as setup:  # patient: a loaded machine may take a while to connect
+        [segment] = (s.segment for s in _stream(setup, 1).segments)
+    client = StoreClient(server.uri, retry_timeout_s=0.2)  # gives up soon once the store is gone
     writer = EventWriter(client, "sc/st", StringSerializer())
     for event in ("a", "b", "c"):
         writer.write_event(event, routing_key="k")
