@@ -27,16 +27,22 @@ from tests.flink.conftest import PYTHON_MODES, environment
 pytestmark = pytest.mark.slow
 
 _SCOPE, _NAME = STREAM.split("/")
+#: Flink's standard connector metrics (FLIP-33) each operator of the source reports.
+_SOURCE_METRICS = ("currentFetchEventTimeLag", "currentEmitEventTimeLag", "watermarkLag")
+_COORDINATOR_METRICS = ("pendingRecords", "watermarkLag")
 
 
 @pytest.mark.parametrize("python_mode", PYTHON_MODES)
-def test_each_function_says_which_mode_its_python_runs_in(
+def test_each_function_says_which_mode_its_python_runs_in_beside_flinks_connector_metrics(
     python_mode: str, start_store: Any, tmp_path: pathlib.Path, wait_until: Any
 ) -> None:
     server = start_store()
     with StoreClient(server.uri) as client:
         StreamManager(client).create_scope(_SCOPE)
         StreamManager(client).create_stream(_SCOPE, _NAME, 2)
+        with EventWriter(client, STREAM, JsonSerializer()) as writer:
+            for seq in range(20):
+                writer.write_event({"key": f"k{seq % 4}", "seq": seq, "ts": seq}, f"k{seq % 4}")
     port = rest.free_port()
     env = environment(python_mode, **{"rest.port": str(port), "rest.address": "127.0.0.1"})
     add_job(env, server.uri, str(tmp_path / "rows.jsonl"))
@@ -44,8 +50,17 @@ def test_each_function_says_which_mode_its_python_runs_in(
     job_id = str(job.get_job_id())
     expected = 1.0 if python_mode == THREAD else 0.0
     try:
-        for operator, subtasks in (("Tidemark source: ", 2), ("Tidemark coordinator: ", 1)):
+        for operator, subtasks, standard in (
+            ("Tidemark source: ", 2, _SOURCE_METRICS),
+            ("Tidemark coordinator: ", 1, _COORDINATOR_METRICS),
+        ):
             name = f"{operator}{STREAM}"
+            for metric in standard:  # Flink's connector names (FLIP-33), as monitoring reads them
+                wait_until(
+                    lambda n=name, m=metric, s=subtasks: len(rest.metric(port, job_id, n, m)) == s,
+                    timeout=120,
+                    what=f"{name}'s {metric}",
+                )
             wait_until(
                 lambda n=name, s=subtasks: (
                     len(rest.metric(port, job_id, n, "tidemark.pythonThreadMode")) == s
