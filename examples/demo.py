@@ -37,6 +37,7 @@ from connector.reader import FieldTimestampAssigner, ReaderConfig, ReaderGroupMa
 from examples.sensors import (
     LAG_MS,
     LiveOrdering,
+    join_asserting,
     late_line,
     reading_line,
     run_sensors,
@@ -115,6 +116,7 @@ def main_event_time(rounds: int = 10) -> None:
         }
         print(f"store at {uri}; event-time domain: each sensor asserts its own event time")
         live = LiveOrdering(reader, lambda: time.sleep(0.2), on_advance=_advanced, on_late=_late)
+        join_asserting(writers, SystemClock().now_ms)  # each holds the watermark from the start
         for seq in range(rounds):
             sensors = "ABC" if seq < rounds // 2 else "AB"
             if seq == rounds // 2:

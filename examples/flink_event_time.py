@@ -33,6 +33,7 @@ from examples.job_output import Collected
 from examples.sensors import (
     LAG_MS,
     OFFSETS_MS,
+    join_asserting,
     late_line,
     reading_line,
     watermark_line,
@@ -163,12 +164,18 @@ def run_sensors_on_flink(
                 sensor: EventWriter(client, stream, JsonSerializer(), writer_id=f"sensor-{sensor}")
                 for sensor in ("W", *OFFSETS_MS)
             }
-            warm_up = {"sensor": "W", "seq": -1, "ts": now_ms() - 2 * LAG_MS}
+            # The warm-up reading shows the job reads. Asserting, its writer's time stays
+            # below every sensor's first reading (readers never take a watermark back), and
+            # every sensor holds the watermark before the warm-up writer lets go of it.
+            behind = min(OFFSETS_MS.values()) - 1 if asserting else -2 * LAG_MS
+            warm_up = {"sensor": "W", "seq": -1, "ts": now_ms() + behind}
             writers["W"].write_event(warm_up, routing_key="W")
             if asserting:
                 writers["W"].note_time(warm_up["ts"])
             writers["W"].flush()
             _await(output, lambda: bool(output.rows), "the warm-up reading", pause, timeout_s)
+            if asserting:
+                join_asserting(writers, now_ms, OFFSETS_MS)
             writers["W"].close()  # idle: the warm-up writer holds nobody back
             for seq in range(rounds):
                 c_writes = c_idle_after is None or seq < c_idle_after

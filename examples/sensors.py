@@ -9,7 +9,11 @@ readings come out in event-time order and C's are reported late.
 In the event-time domain each sensor writes with a writer of its own that
 asserts its event time after each reading (:func:`write_asserting_round`):
 the watermark then waits for C and nothing is late; once C marks itself
-idle (or the store times it out) the watermark moves on without it.
+idle (or the store times it out) the watermark moves on without it. A
+writer that has not asserted yet holds nobody back, so every sensor joins
+first (:func:`join_asserting`): a reader reading while a round is written
+would otherwise see A's and B's assertions before C's first reading, and
+find that reading late.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ __all__ = [
     "OFFSETS_MS",
     "LiveOrdering",
     "OrderedOutput",
+    "join_asserting",
     "late_line",
     "reading_line",
     "run_sensors",
@@ -71,6 +76,21 @@ def write_round(
         written.append(reading)
     writer.flush()
     return written
+
+
+def join_asserting(
+    writers: Mapping[str, EventWriter[Any]],
+    now_ms: Callable[[], int],
+    sensors: Iterable[str] | None = None,
+) -> None:
+    """Each sensor (each of ``sensors``) asserts just below any reading it will write; durable.
+
+    A sensor's readings are stamped ``now + OFFSETS_MS[sensor]`` with a clock
+    that never goes back, so it asserts ``now + offset - 1``: from then on it
+    holds the watermark back for its first reading, whoever writes before it.
+    """
+    for sensor in sensors if sensors is not None else writers:
+        writers[sensor].note_time(now_ms() + OFFSETS_MS[sensor] - 1)
 
 
 def write_asserting_round(

@@ -73,11 +73,7 @@ def test_on_time_and_early_readings_come_out_in_event_time_order_and_late_ones_a
     assert stale == [], "released under a watermark below the reading"
 
 
-# In process mode, as before thread mode became the default: in thread mode it reported
-# C's first readings late each time another thread-mode job had run in the same JVM (alone
-# it passed); not explained yet. Under heavy load it also failed in process mode, before
-# thread mode as after (an A reading late).
-@pytest.mark.parametrize("flink_env", ["process"], indirect=True)
+@pytest.mark.parametrize("flink_env", PYTHON_MODES, indirect=True)
 def test_with_the_sensors_assertions_nothing_is_late_and_the_watermark_moves_on_once_c_idles(
     start_store, clock, flink_env
 ) -> None:
