@@ -60,19 +60,25 @@ __all__ = [
     "BUFFER_TIMEOUT_MS",
     "BUNDLE_TIME_MS",
     "WATERMARK_INTERVAL_MS",
+    "configure_latency",
     "create_stream",
     "create_table",
     "source_type",
 ]
 
-#: The Python bundle time the builder sets, ms: rows reach the watermark assigner this soon.
+#: The Python bundle time set for a job that has none, ms: a reader's rows, and its
+#: watermark rows, reach the watermark assigner this soon (PyFlink's default is 1 s).
 BUNDLE_TIME_MS = 5
-#: The auto-watermark interval the builder sets, ms: how often the assigner emits.
+#: The auto-watermark interval set for a job with none, when the source has watermarks,
+#: ms: how often the assigner emits (Flink's default is 200 ms).
 WATERMARK_INTERVAL_MS = 10
-#: The network buffer timeout the builder sets, ms: how long records and watermarks may
-#: wait in a part-full buffer between tasks (Flink's default is 100 ms a hop). The
-#: coordinator's own output, a few records an epoch, is sent at once.
+#: The network buffer timeout of the reader operator, ms: how long its rows and watermark
+#: rows may wait in a part-full buffer (Flink's default is 100 ms a hop). The
+#: coordinator's own output, a few records an epoch, is sent at once. The job's other
+#: operators keep the job's buffer timeout.
 BUFFER_TIMEOUT_MS = 5
+BUNDLE_TIME_KEY = "python.fn-execution.bundle.time"
+WATERMARK_INTERVAL_KEY = "pipeline.auto-watermark-interval"
 
 
 def create_stream(
@@ -102,17 +108,16 @@ def create_table(
     processing-time domain. Table and SQL jobs use it without a conversion
     to a DataStream and back (each costs the JVM work on every row).
 
-    Sets the job's Python bundle time, auto-watermark interval and network
-    buffer timeout to :data:`BUNDLE_TIME_MS`, :data:`WATERMARK_INTERVAL_MS`
-    and :data:`BUFFER_TIMEOUT_MS` (latency over batching; set them again
-    afterwards to trade back).
+    Job-wide, it sets only what the source cannot run without or would be
+    slow without, and each only where the job has no setting of its own
+    (see :func:`configure_latency`): the Python execution mode
+    (:func:`~flink_adapter.python_mode.configure_job`), the Python bundle
+    time and, in a domain with watermarks, the auto-watermark interval.
+    The network buffer timeout is set on the source's own operators only.
     """
     # Before any Python function is added: PyFlink picks each one's operator by the mode.
     settings = replace(settings, mode=configure_job(env, settings.python_mode))
-    config = t_env.get_config()
-    config.set("python.fn-execution.bundle.time", str(BUNDLE_TIME_MS))
-    env.get_config().set_auto_watermark_interval(WATERMARK_INTERVAL_MS)
-    env.set_buffer_timeout(BUFFER_TIMEOUT_MS)
+    configure_latency(env, t_env, settings.spec.time.has_watermarks)
     parallelism = settings.parallelism or env.get_parallelism()
     prefix = settings.uid_prefix
     tasks = (
@@ -130,8 +135,36 @@ def create_table(
         .name(settings.reader_name)
         .uid(f"{prefix}-reader")
         .set_parallelism(parallelism)
+        .set_buffer_timeout(BUFFER_TIMEOUT_MS)
     )
     return _with_watermarks(settings, t_env, rows)
+
+
+def configure_latency(
+    env: StreamExecutionEnvironment, t_env: StreamTableEnvironment, watermarks: bool
+) -> None:
+    """Sets the job-wide settings the source's latency needs, each only where the job has none.
+
+    - ``python.fn-execution.bundle.time`` to :data:`BUNDLE_TIME_MS`: a Python
+      function hands its output to the JVM at the end of a bundle, so a
+      reader's rows and watermark rows would wait up to PyFlink's 1 s. It is
+      PyFlink's one setting for every Python function of the job.
+    - ``pipeline.auto-watermark-interval`` to :data:`WATERMARK_INTERVAL_MS`,
+      only with ``watermarks``: the Table runtime's assigner emits the
+      source's watermark at this interval (Flink's default 200 ms). Without
+      watermarks (the processing-time domain) it is left alone.
+
+    A job that sets either itself (in its configuration, its table
+    configuration or the cluster's) keeps its value.
+    """
+    from pyflink.util.java_utils import get_j_env_configuration
+
+    config = get_j_env_configuration(env._j_stream_execution_environment)
+    table_config = t_env.get_config().get_configuration()
+    if not (config.containsKey(BUNDLE_TIME_KEY) or table_config.contains_key(BUNDLE_TIME_KEY)):
+        t_env.get_config().set(BUNDLE_TIME_KEY, str(BUNDLE_TIME_MS))
+    if watermarks and not config.containsKey(WATERMARK_INTERVAL_KEY):
+        env.get_config().set_auto_watermark_interval(WATERMARK_INTERVAL_MS)
 
 
 def source_type(settings: SourceSettings) -> Any:
