@@ -25,7 +25,10 @@ from flink_adapter.epochs import (
     MAX_TASK_BYTES,
     MAX_TASK_EVENTS,
 )
+from flink_adapter.json_fields import OPTION as JSON_FIELDS_OPTION
+from flink_adapter.json_fields import declared_fields
 from flink_adapter.python_mode import MODES
+from flink_adapter.rows import OUTPUT_FIELDS
 from flink_adapter.settings import SourceSettings
 
 __all__ = ["FLINK_NAMES", "FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
@@ -85,7 +88,11 @@ class FlinkTidemarkReader:
         return graph.create_table(self.settings, env, t_env)
 
     def output_type(self) -> Any:
-        """The Flink type of the source's rows (:data:`~flink_adapter.rows.OUTPUT_FIELDS`)."""
+        """The Flink type of the source's rows (:func:`~flink_adapter.rows.output_fields`).
+
+        :data:`~flink_adapter.rows.OUTPUT_FIELDS`, then any fields declared
+        with :meth:`FlinkTidemarkReaderBuilder.with_json_fields` and ``malformed``.
+        """
         return graph.source_type(self.settings)
 
     def late_events(self) -> Any:
@@ -96,7 +103,7 @@ class FlinkTidemarkReader:
         """
         from flink_adapter.ordering import late_events
 
-        return late_events(self.settings.spec.deserializer)
+        return late_events(self.settings.spec.deserializer, self.settings.json_fields)
 
     def __repr__(self) -> str:
         return f"FlinkTidemarkReader(streams={self.settings.spec.stream_names!r})"
@@ -147,6 +154,22 @@ class FlinkTidemarkReaderBuilder:
         ingestion it passes through unparsed.
         """
         return self._set("deserialization_schema", name)
+
+    def with_json_fields(self, fields: Any) -> FlinkTidemarkReaderBuilder:
+        """Typed columns from each JSON event's fields, as Flink's JSON row format gives them.
+
+        ``fields``: field names with their Flink types, a mapping or pairs
+        (``{"sensor": Types.STRING(), "value": Types.DOUBLE()}``; types
+        ``Types.STRING/BOOLEAN/INT/LONG/FLOAT/DOUBLE()`` or their SQL names).
+        The rows keep every column, ``event`` the unparsed text included,
+        and carry one column per field after ``rt``, then ``malformed``; the
+        JVM extracts them (no Python function parses JSON). An event that
+        does not match (not a JSON object, a field missing or null, a value
+        that does not convert) is never dropped: ``malformed`` is TRUE and
+        the fields that do not match are NULL. Needs the ``json`` schema.
+        See :mod:`flink_adapter.json_fields`.
+        """
+        return self._set("json_fields", fields)
 
     def with_time_domain(self, domain: TimeDomain | str) -> FlinkTidemarkReaderBuilder:
         """``PROCESSING_TIME`` (the default: no watermarks), ``INGESTION_TIME`` or ``EVENT_TIME``.
@@ -292,6 +315,7 @@ class FlinkTidemarkReaderBuilder:
             msg = f"with_python_execution_mode: expected one of {list(MODES)}, got {python_mode!r}"
             raise InvalidArgumentError(msg)
         return SourceSettings(
+            json_fields=self._json_fields(spec.deserializer),
             spec=spec,
             python_mode=None if python_mode is None else python_mode.lower(),
             reader_group=group,
@@ -299,6 +323,18 @@ class FlinkTidemarkReaderBuilder:
             parallelism=parallelism,
             epoch_interval_ms=interval,
         )
+
+    def _json_fields(self, deserializer: str) -> tuple[tuple[str, str], ...]:
+        if "json_fields" not in self._options:
+            return ()
+        fields = self._options["json_fields"]
+        if deserializer != "json":
+            msg = (
+                f"{JSON_FIELDS_OPTION}: declared fields {fields!r} need "
+                f"with_deserialization_schema('json'), got {deserializer!r}"
+            )
+            raise InvalidArgumentError(msg)
+        return declared_fields(fields, OUTPUT_FIELDS)
 
     def _stream_reads(self) -> list[StreamRead]:
         reads = []

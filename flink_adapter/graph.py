@@ -48,8 +48,8 @@ from flink_adapter.functions import EpochCoordinator, TaskReader
 from flink_adapter.python_mode import configure_job
 from flink_adapter.rows import (
     KIND_WATERMARK,
-    OUTPUT_FIELDS,
     batch_row_type,
+    output_fields,
     output_type,
     table_schema,
     unnest_query,
@@ -102,7 +102,8 @@ def create_table(
 ) -> Table:
     """Adds the source ``settings`` describe to ``env``; returns it as a table of ``t_env``.
 
-    The columns are ``OUTPUT_FIELDS``, the last of them ``rt``: the event time as a
+    The columns are ``OUTPUT_FIELDS`` (then any declared JSON fields and
+    ``malformed``: :func:`~flink_adapter.rows.output_fields`), ``rt`` the event time as a
     ``TIMESTAMP_LTZ(3)`` rowtime attribute, whose watermark is the group
     watermark less the lag in the ingestion-time domain and none in the
     processing-time domain. Table and SQL jobs use it without a conversion
@@ -169,7 +170,7 @@ def configure_latency(
 
 def source_type(settings: SourceSettings) -> Any:
     """The Flink type of the source's rows (:func:`flink_adapter.rows.output_type`)."""
-    return output_type(settings.spec.deserializer)
+    return output_type(settings.spec.deserializer, settings.json_fields)
 
 
 def _ticks(
@@ -193,9 +194,9 @@ def _with_watermarks(
     """The readers' rows unnested in the JVM, through the watermark assigner, less ``wm`` rows."""
     view = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
     t_env.create_temporary_view(view, t_env.from_data_stream(rows))
-    unnested = t_env.sql_query(unnest_query(view))
-    schema = table_schema(settings.spec.deserializer)
+    unnested = t_env.sql_query(unnest_query(view, settings.json_fields))
+    schema = table_schema(settings.spec.deserializer, settings.json_fields)
     table = t_env.from_data_stream(t_env.to_data_stream(unnested), schema)
     return table.filter(col("kind") != lit(KIND_WATERMARK)).select(
-        *(col(name) for name in OUTPUT_FIELDS)
+        *(col(name) for name in output_fields(settings.json_fields))
     )

@@ -30,20 +30,29 @@ from pyflink.datastream.state import MapStateDescriptor
 
 from connector.errors import InvalidArgumentError
 from connector.reader.source import is_late
+from flink_adapter.json_fields import JsonFields
 from flink_adapter.python_mode import THREAD, mode_of
-from flink_adapter.rows import LATE_INDEX, OUTPUT_FIELDS, ROWTIME_INDEX, output_type
+from flink_adapter.rows import LATE_INDEX, ROWTIME_INDEX, output_fields, output_type
 
 __all__ = ["LATE_EVENTS", "EventTimeOrderingFunction", "late_events"]
 
 
 @cache
-def late_events(deserializer: str = "json") -> OutputTag:
+def late_events(deserializer: str = "json", fields: JsonFields = ()) -> OutputTag:
     """The late side output of rows of a source with ``deserializer`` (their Flink type).
 
-    ``json`` and ``string`` sources share one (events as text); ``bytes`` has its own.
+    ``json`` and ``string`` sources share one (events as text); ``bytes`` has
+    its own; a source with declared JSON ``fields`` one per declaration.
     """
     text = "bytes" if deserializer == "bytes" else "text"
-    return OutputTag(f"tidemark-late-events-{text}", output_type(deserializer))
+    declared = "".join(f"-{name}:{sql_type}" for name, sql_type in fields)
+    tag = OutputTag(f"tidemark-late-events-{text}{declared}", output_type(deserializer, fields))
+    _LATE_TAGS[tag.tag_id] = (deserializer, fields)
+    return tag
+
+
+#: What each late side output was made of, by its id (to make it again on a worker).
+_LATE_TAGS: dict[str, tuple[str, JsonFields]] = {}
 
 
 #: The late side output of a source whose events are text (``json``, ``string``).
@@ -58,9 +67,9 @@ class EventTimeOrderingFunction(KeyedProcessFunction):
     """
 
     def __init__(self, late: OutputTag = LATE_EVENTS):
-        # Only its id travels with the function: PyFlink's types keep JVM handles once used.
-        self._late_id = late.tag_id
-        _late_tag(self._late_id)
+        # Only plain values travel with the function: PyFlink's types keep JVM handles once used.
+        self._late_output = _late_tag(late.tag_id)
+        self._fields = list(output_fields(self._late_output[1]))
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
         self._buffer = runtime_context.get_map_state(
@@ -73,29 +82,28 @@ class EventTimeOrderingFunction(KeyedProcessFunction):
         timestamp = ctx.timestamp()
         if value[LATE_INDEX] or is_late(timestamp, ctx.timer_service().current_watermark()):
             self._late.inc()
-            yield _late_tag(self._late_id), value
+            yield late_events(*self._late_output), value
             return
         waiting = self._buffer.get(timestamp) or []
         # Buffered without the rowtime column: in thread mode it is a JVM object, not picklable.
-        waiting.append(tuple(value[:ROWTIME_INDEX]))
+        waiting.append((*value[:ROWTIME_INDEX], *value[ROWTIME_INDEX + 1 :]))
         self._buffer.put(timestamp, waiting)
         ctx.timer_service().register_event_time_timer(timestamp)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:  # noqa: D102
         rowtime = self._rowtime(timestamp)
         for fields in self._buffer.get(timestamp) or []:
-            row = Row(*fields[:ROWTIME_INDEX], rowtime)  # a whole row, as earlier versions kept
-            row.set_field_names(list(OUTPUT_FIELDS))
+            # A whole row, as earlier versions kept.
+            row = Row(*fields[:ROWTIME_INDEX], rowtime, *fields[ROWTIME_INDEX:])
+            row.set_field_names(self._fields)
             yield row
         self._buffer.remove(timestamp)
 
 
-def _late_tag(tag_id: str) -> OutputTag:
-    """The side output :func:`late_events` made with id ``tag_id``."""
-    for deserializer in ("json", "bytes"):
-        tag = late_events(deserializer)
-        if tag.tag_id == tag_id:
-            return tag
+def _late_tag(tag_id: str) -> tuple[str, JsonFields]:
+    """What the side output :func:`late_events` made with id ``tag_id`` was made of."""
+    if tag_id in _LATE_TAGS:
+        return _LATE_TAGS[tag_id]
     msg = f"late: expected an OutputTag of flink_adapter.late_events(), got {tag_id!r}"
     raise InvalidArgumentError(msg)
 

@@ -10,7 +10,8 @@ Every shape the source's rows take comes from the column declarations here:
   (:func:`unnest_query`, :func:`table_schema`);
 - the source's rows (:data:`OUTPUT_FIELDS`, :func:`output_type`), the event
   time also as ``rt``, a ``TIMESTAMP_LTZ(3)`` rowtime attribute (an Instant
-  in a DataStream).
+  in a DataStream), then any declared JSON fields and ``malformed``
+  (:mod:`flink_adapter.json_fields`, :func:`output_fields`).
 
 Why arrays of values and not an array of rows: in thread mode PyFlink 2.3
 turns an array of rows into JVM rows through one reused row object, so
@@ -29,6 +30,9 @@ from typing import Any
 from pyflink.common import Types
 from pyflink.table import DataTypes, Schema
 
+from flink_adapter import json_fields
+from flink_adapter.json_fields import MALFORMED, JsonFields
+
 __all__ = [
     "BATCHED",
     "KIND_EVENTS",
@@ -40,6 +44,7 @@ __all__ = [
     "Column",
     "batch_row_type",
     "flink_millis",
+    "output_fields",
     "output_type",
     "table_schema",
     "unnest_query",
@@ -154,28 +159,51 @@ def batch_row_type(deserializer: str) -> Any:
     )
 
 
-def output_type(deserializer: str) -> Any:
-    """The Flink type of the source's rows (:data:`OUTPUT`)."""
-    return Types.ROW_NAMED(list(OUTPUT_FIELDS), [c.type_info(deserializer) for c in OUTPUT])
+def output_fields(fields: JsonFields = ()) -> tuple[str, ...]:
+    """The names of the source's columns: :data:`OUTPUT`, then any declared JSON fields.
 
-
-def unnest_query(view: str) -> str:
-    """The query that unnests the reader rows of ``view``: ``kind``, ``wm``, then :data:`OUTPUT`.
-
-    One row per ordinal ``i`` of the batch's event-time array; a watermark
-    row has no events: the LEFT JOIN keeps it, its event time its watermark.
+    With declared ``fields`` (:mod:`flink_adapter.json_fields`), each of them
+    after ``rt``, then ``malformed``.
     """
-    columns = ", ".join(f"{c.sql} AS `{c.name}`" for c in OUTPUT)
+    if not fields:
+        return OUTPUT_FIELDS
+    return (*OUTPUT_FIELDS, *(name for name, _ in fields), MALFORMED)
+
+
+def output_type(deserializer: str, fields: JsonFields = ()) -> Any:
+    """The Flink type of the source's rows (:func:`output_fields`)."""
+    types = [c.type_info(deserializer) for c in OUTPUT]
+    if fields:
+        types += [*(json_fields.type_info(t) for _, t in fields), Types.BOOLEAN()]
+    return Types.ROW_NAMED(list(output_fields(fields)), types)
+
+
+def unnest_query(view: str, fields: JsonFields = ()) -> str:
+    """The query that unnests the reader rows of ``view``: ``kind``, ``wm``, then the columns.
+
+    The columns of :func:`output_fields`. One row per ordinal ``i`` of the
+    batch's event-time array; a watermark row has no events: the LEFT JOIN
+    keeps it, its event time its watermark. Declared JSON fields are
+    computed here, in the JVM.
+    """
+    columns = [f"{c.sql} AS `{c.name}`" for c in OUTPUT]
+    if fields:
+        columns += [f"{json_fields.field_sql(EVENT.sql, n, t)} AS `{n}`" for n, t in fields]
+        columns.append(f"{json_fields.malformed_sql(EVENT.sql, fields)} AS `{MALFORMED}`")
     return (
-        f"SELECT t.kind, t.wm, {columns} FROM {view} AS t "
+        f"SELECT t.kind, t.wm, {', '.join(columns)} FROM {view} AS t "
         f"LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
     )
 
 
-def table_schema(deserializer: str) -> Any:
+def table_schema(deserializer: str, fields: JsonFields = ()) -> Any:
     """The schema of :func:`unnest_query`'s rows, with the watermark following ``wm`` on ``rt``."""
     builder = Schema.new_builder()
     builder.column("kind", DataTypes.STRING()).column("wm", DataTypes.BIGINT())
     for column in OUTPUT:
         builder.column(column.name, column.data_type(deserializer))
+    for name, sql_type in fields:
+        builder.column(name, json_fields.data_type(sql_type))
+    if fields:
+        builder.column(MALFORMED, DataTypes.BOOLEAN())
     return builder.watermark(ROWTIME.name, "TO_TIMESTAMP_LTZ(wm, 3)").build()

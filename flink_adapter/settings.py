@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connector.reader.source import ReadSpec
+from flink_adapter.json_fields import JsonFields
 
 __all__ = ["SourceSettings"]
 
@@ -29,6 +30,8 @@ class SourceSettings:
             PyFlink can run it); see :mod:`flink_adapter.python_mode`.
         mode: the mode the job was set to when the source was added (the
             functions check they run in it).
+        json_fields: the declared JSON fields (name, SQL type), each a
+            typed column of the rows (:mod:`flink_adapter.json_fields`).
     """
 
     spec: ReadSpec
@@ -38,6 +41,7 @@ class SourceSettings:
     epoch_interval_ms: int = 100
     python_mode: str | None = None
     mode: str = "thread"
+    json_fields: JsonFields = ()
 
     @property
     def uid_prefix(self) -> str:
