@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -299,8 +303,16 @@ def stream_tail(
     With -o json, one JSON object a line. Ctrl-C stops it (exit 0).
     """
     events = 0
-    try:
-        for item in tail(settings.client(), name, from_start=from_start, timeout_s=duration_s):
+    # Ctrl-C asks the tail to stop after the read in flight (at most a second) instead of
+    # raising KeyboardInterrupt inside a gRPC call, after which the process could hang at exit.
+    with _ctrl_c_sets() as interrupted:
+        for item in tail(
+            settings.client(),
+            name,
+            from_start=from_start,
+            timeout_s=duration_s,
+            stopped=interrupted.is_set,
+        ):
             if isinstance(item, EventSeen):
                 events += 1
                 payload = item.payload.decode("utf-8", "backslashreplace")
@@ -319,8 +331,24 @@ def stream_tail(
             elif not no_watermarks:
                 value = {"kind": "watermark", "segment": item.segment, "watermark": item.watermark}
                 settings.emit(value, f"-- watermark {item.segment} {utc_text(item.watermark)}")
-    except KeyboardInterrupt:
-        return  # Ctrl-C is how a tail is meant to end
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets() -> Iterator[threading.Event]:
+    """An event that Ctrl-C (SIGINT) sets while the block runs, instead of raising.
+
+    Off the main thread (where Python takes no signal handlers) the event is
+    only set by whoever holds it.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _routing_key(line: bytes, number: int, key_field: str | None, key: str | None) -> str | None:

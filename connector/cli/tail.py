@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from connector.client import StoreClient
@@ -40,20 +40,22 @@ def tail(
     from_start: bool = False,
     timeout_s: float | None = None,
     poll_ms: int = 200,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator[EventSeen | WatermarkSeen]:
     """Events of ``stream`` as they arrive, with a :class:`WatermarkSeen` whenever one rises.
 
     Starts at the open segments' tails (or, ``from_start``, at the first
     readable offset of every segment: the reader core's earliest), follows
     successors once a segment ends, and stops after ``timeout_s`` seconds
-    (never when None) or when every segment has ended.
+    (never when None), when every segment has ended, or once ``stopped()``
+    says so: it is asked before each read, and a read waits at most a second.
     """
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     start = start_state(client, [stream], "earliest" if from_start else "latest")
     offsets = stream_cut(start)
     seen = set(offsets) | start.finished
     marks: dict[str, int] = {}
-    while offsets:
+    while offsets and not stopped():
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             return
@@ -61,6 +63,8 @@ def tail(
         if remaining is not None:
             wait_ms = max(0, min(wait_ms, int(remaining * 1000)))
         for segment, offset in sorted(offsets.items()):
+            if stopped():
+                return
             result = client.read(
                 segment, offset, wait_ms=wait_ms, known_watermark=marks.get(segment)
             )
