@@ -127,6 +127,19 @@ STORAGES = ("file", "jetstream")
 _FILE_ONLY = ("max_open_files", "compact_after_records")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs the Flink tests last, keeping the order within and outside them.
+
+    On a local mini-cluster PyFlink runs a job's Python in this process, and
+    a cancelled job's bundle in flight can outlast its test (a call to the
+    test's stopped store retrying, then logging its failure). Last, no other
+    test shares the process with that: a CLI test once counted such a log
+    line as its own output.
+    """
+    flink = pathlib.Path(__file__).parent / "flink"
+    items.sort(key=lambda item: flink in item.path.parents)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Runs a test marked ``@pytest.mark.storages("file", "jetstream")`` once per storage.
 
