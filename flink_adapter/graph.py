@@ -20,7 +20,8 @@ into the coordinator, which plans an epoch every ``epoch_interval_ms`` on a
 processing-time timer, its tasks broadcast to the readers, and the readers' rows
 (batches of events, and watermark rows) unnested into one row per event, then
 through the Table runtime's watermark assigner, which makes Flink's
-watermark follow the rows' ``wm`` column; the ``wm`` rows are then dropped.
+watermark follow the rows' ``wm`` column; the watermark rows (those with a
+``wm``) are then dropped.
 Everything after the readers runs in the JVM, in both time domains: PyFlink's
 cost is per row a Python function hands over, so the readers hand over
 batches (:func:`~flink_adapter.reading.batch_rows`). Every row shape is
@@ -41,15 +42,13 @@ from typing import Any
 from pyflink.common import Types
 from pyflink.datastream import DataStream, StreamExecutionEnvironment
 from pyflink.table import StreamTableEnvironment, Table
-from pyflink.table.expressions import col, lit
 
 from flink_adapter.epochs import RECORD_TYPE
 from flink_adapter.functions import EpochCoordinator, TaskReader
 from flink_adapter.python_mode import configure_job
 from flink_adapter.rows import (
-    KIND_WATERMARK,
     batch_row_type,
-    output_fields,
+    events_query,
     output_type,
     table_schema,
     unnest_query,
@@ -191,12 +190,38 @@ def _ticks(
 def _with_watermarks(
     settings: SourceSettings, t_env: StreamTableEnvironment, rows: DataStream
 ) -> Table:
-    """The readers' rows unnested in the JVM, through the watermark assigner, less ``wm`` rows."""
-    view = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
-    t_env.create_temporary_view(view, t_env.from_data_stream(rows))
-    unnested = t_env.sql_query(unnest_query(view, settings.json_fields))
+    """The readers' rows unnested in the JVM, through the watermark assigner, less ``wm`` rows.
+
+    A watermark can only be declared on a table made from a DataStream, so
+    the unnested rows go out to one and back in, as the Table runtime's own
+    rows (:func:`_internal_rows`). The last step is SQL
+    (:func:`~flink_adapter.rows.events_query`) on purpose: a table made
+    from internal rows declares internal Java classes for its columns, and
+    a query's columns take the default ones again, so the table converts
+    to the usual rows (``String``, ``Instant``) wherever a job turns it into
+    a DataStream.
+    """
+    name = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
+    t_env.create_temporary_view(name, t_env.from_data_stream(rows))
+    unnested = t_env.sql_query(unnest_query(name, settings.json_fields))
     schema = table_schema(settings.spec.deserializer, settings.json_fields)
-    table = t_env.from_data_stream(t_env.to_data_stream(unnested), schema)
-    return table.filter(col("kind") != lit(KIND_WATERMARK)).select(
-        *(col(name) for name in output_fields(settings.json_fields))
-    )
+    timed = t_env.from_data_stream(_internal_rows(t_env, unnested), schema)
+    t_env.create_temporary_view(f"{name}_timed", timed)
+    return t_env.sql_query(events_query(f"{name}_timed", settings.json_fields))
+
+
+def _internal_rows(t_env: StreamTableEnvironment, table: Table) -> DataStream:
+    """``table``'s rows as a DataStream of the Table runtime's own rows (``RowData``).
+
+    ``to_data_stream`` would turn every value into its Java object (each
+    string decoded from UTF-8) and the way back every Java object into the
+    runtime's value (each string encoded again, on its first copy): twice
+    a row's work for rows that only pass through. PyFlink does not expose
+    the target type of Flink's ``toDataStream``, so it is called directly.
+    """
+    from pyflink.util.java_utils import load_java_class
+
+    row_data = load_java_class("org.apache.flink.table.data.RowData")
+    j_table = table._j_table
+    j_type = j_table.getResolvedSchema().toPhysicalRowDataType().bridgedTo(row_data)
+    return DataStream(t_env._j_tenv.toDataStream(j_table, j_type))

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pyflink.common import Row
 
 from connector.reader.source import EventColumns, text_of
-from flink_adapter.rows import BATCHED, KIND_EVENTS, KIND_WATERMARK, flink_millis
+from flink_adapter.rows import BATCHED, flink_millis
 
 __all__ = ["BYTES_PER_BATCH", "EVENTS_PER_BATCH", "batch_rows", "watermark_row"]
 
@@ -36,22 +36,24 @@ def batch_rows(
 
     Each batch holds at least one event. ``as_text``: each event as its UTF-8
     text (string and JSON schemas) rather than its bytes; a JSON event is
-    never parsed here.
+    never parsed here. A batch with no late event has an empty ``late``
+    array: the JVM reads it as all false and copies nothing for it (PyFlink's
+    thread mode cannot hand over a NULL array).
     """
     segment = columns.segment
     payloads = columns.payloads
     events = _texts(columns) if as_text else payloads
     keys, times, late = columns.routing_keys, columns.event_times, columns.late
     offsets, ingestion_times = columns.offsets, columns.ingestion_times
+    any_late = any(late)
     for first, stop in _batches(payloads, max_events, max_bytes):
         yield Row(
-            KIND_EVENTS,
             None,
             segment,
             keys[first:stop],
             events[first:stop],
             times[first:stop],
-            late[first:stop],
+            late[first:stop] if any_late and any(late[first:stop]) else [],
             offsets[first:stop],
             ingestion_times[first:stop],
         )
@@ -59,7 +61,7 @@ def batch_rows(
 
 def watermark_row(watermark: int) -> Row:
     """The row of an epoch end's watermark (:func:`flink_millis`): no events, each array empty."""
-    return Row(KIND_WATERMARK, flink_millis(watermark), None, *([] for _ in BATCHED))
+    return Row(flink_millis(watermark), None, *([] for _ in BATCHED))
 
 
 def _batches(payloads: list[bytes], max_events: int, max_bytes: int) -> Iterator[tuple[int, int]]:

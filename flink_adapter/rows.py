@@ -4,10 +4,12 @@ Every shape the source's rows take comes from the column declarations here:
 
 - a reader's row (:func:`batch_row_type`): a batch of one segment's events
   as columns, an array per :data:`BATCHED` column, or one epoch end's
-  watermark; PyFlink's cost is per row a Python function hands to the JVM,
-  and the JVM unnests the arrays (by ordinal: ``UNNEST ... WITH ORDINALITY``);
-- the unnesting query and the table schema whose watermark follows ``wm``
-  (:func:`unnest_query`, :func:`table_schema`);
+  watermark (``wm``, NULL in a batch); PyFlink's cost is per row a Python
+  function hands to the JVM, and the JVM unnests the arrays (by ordinal:
+  ``UNNEST ... WITH ORDINALITY``);
+- the unnesting query, the table schema whose watermark follows ``wm``, and
+  the query that drops the watermark rows (:func:`unnest_query`,
+  :func:`table_schema`, :func:`events_query`);
 - the source's rows (:data:`OUTPUT_FIELDS`, :func:`output_type`), the event
   time also as ``rt``, a ``TIMESTAMP_LTZ(3)`` rowtime attribute (an Instant
   in a DataStream), then any declared JSON fields and ``malformed``
@@ -19,6 +21,15 @@ every element of the array came out as its last (found by a restored job
 whose every event read as the last of its batch); arrays of strings,
 numbers and byte arrays hold no reused object, and cost less to hand over
 in both modes.
+
+What the unnesting costs, and why the rows are shaped as they are: without
+object reuse Flink copies a record between chained operators, and the
+unnesting join emits each event together with its whole batch row, so the
+batch is copied once per event (measured with Java Flight Recorder: the
+largest share of the JVM's time). Each array is therefore one that copies
+as a block: strings arrive as Flink's binary arrays, the number arrays are
+cast to arrays of non-null numbers (primitive arrays) before the join, and
+``late`` is empty in a batch with no late event (almost every batch).
 """
 
 from __future__ import annotations
@@ -35,14 +46,13 @@ from flink_adapter.json_fields import MALFORMED, JsonFields
 
 __all__ = [
     "BATCHED",
-    "KIND_EVENTS",
-    "KIND_WATERMARK",
     "LATE_INDEX",
     "ROWTIME_INDEX",
     "OUTPUT",
     "OUTPUT_FIELDS",
     "Column",
     "batch_row_type",
+    "events_query",
     "flink_millis",
     "output_fields",
     "output_type",
@@ -50,8 +60,6 @@ __all__ = [
     "unnest_query",
 ]
 
-#: ``kind`` of a reader row holding a batch of events.
-KIND_EVENTS = "events"
 #: Flink's latest TIMESTAMP_LTZ(3), 9999-12-31T23:59:59.999Z, in epoch ms.
 FLINK_LATEST_MS = 253_402_300_799_999
 
@@ -65,10 +73,6 @@ def flink_millis(watermark: int) -> int:
     timer all the same.
     """
     return min(watermark, FLINK_LATEST_MS)
-
-
-#: ``kind`` of a reader row holding an epoch end's watermark (``wm``), and no events.
-KIND_WATERMARK = "wm"
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,23 @@ class Column:
             return Types.OBJECT_ARRAY(element)
         return Types.BASIC_ARRAY(element)
 
+    def batch_sql(self) -> str:
+        """SQL for the column's array in a reader row ``t``, as the unnesting join takes it.
+
+        A number array becomes an array of non-null numbers, which Flink
+        holds as a primitive array: copied as one block rather than value by
+        value (see the module's docstring). Flink 2.3 reads such an array
+        past its end, or at a NULL index, as a number rather than NULL, so
+        only arrays every event of a batch has a value in are cast: the
+        join's every index is within them, and a watermark row's values are
+        never read but through ``COALESCE`` with its ``wm``. ``late`` may be
+        empty, and stays as it is.
+        """
+        array = f"t.`{self.name}`"
+        if self.kind == "long":
+            return f"CAST({array} AS ARRAY<BIGINT NOT NULL>)"
+        return array
+
     def data_type(self, deserializer: str) -> Any:
         """The column's Table type."""
         if self.kind == "event" and deserializer == "bytes":
@@ -125,7 +146,10 @@ _EVENT_TIME_SQL = "COALESCE(t.event_time[i], t.wm)"
 ROUTING_KEY = Column("routing_key", "string", "t.routing_key[i]")
 EVENT = Column("event", "event", "t.event[i]")
 EVENT_TIME = Column("event_time", "long", _EVENT_TIME_SQL)
-LATE = Column("late", "boolean", "t.late[i]")
+#: A batch without late events carries an empty ``late`` array (an index past its end reads
+#: NULL). The column stays nullable (a CASE, not COALESCE): a NOT NULL one would cost a
+#: not-null check on every row.
+LATE = Column("late", "boolean", "CASE WHEN t.late[i] IS NULL THEN FALSE ELSE t.late[i] END")
 SEGMENT = Column("segment", "string", "t.segment")
 OFFSET = Column("offset", "long", "t.`offset`[i]")
 INGESTION_TIME = Column("ingestion_time", "long", "t.ingestion_time[i]")
@@ -141,21 +165,16 @@ OUTPUT_FIELDS = tuple(column.name for column in OUTPUT)
 LATE_INDEX = OUTPUT_FIELDS.index(LATE.name)
 #: Where a row holds its event time as a rowtime value (the last column).
 ROWTIME_INDEX = OUTPUT_FIELDS.index(ROWTIME.name)
-#: A reader row: kind, the watermark of a watermark row, the batch's segment, then its
-#: :data:`BATCHED` arrays.
-_READER_FIELDS = ("kind", "wm", "segment")
+#: A reader row: the watermark of a watermark row (NULL in a batch of events), the batch's
+#: segment, then its :data:`BATCHED` arrays.
+_READER_FIELDS = ("wm", "segment")
 
 
 def batch_row_type(deserializer: str) -> Any:
     """The Flink type of a reader's rows (:data:`BATCHED` columns as arrays)."""
     return Types.ROW_NAMED(
         [*_READER_FIELDS, *(c.name for c in BATCHED)],
-        [
-            Types.STRING(),
-            Types.LONG(),
-            Types.STRING(),
-            *(c.array_type_info(deserializer) for c in BATCHED),
-        ],
+        [Types.LONG(), Types.STRING(), *(c.array_type_info(deserializer) for c in BATCHED)],
     )
 
 
@@ -179,7 +198,7 @@ def output_type(deserializer: str, fields: JsonFields = ()) -> Any:
 
 
 def unnest_query(view: str, fields: JsonFields = ()) -> str:
-    """The query that unnests the reader rows of ``view``: ``kind``, ``wm``, then the columns.
+    """The query that unnests the reader rows of ``view``: ``wm``, then the columns.
 
     The columns of :func:`output_fields`. One row per ordinal ``i`` of the
     batch's event-time array; a watermark row has no events: the LEFT JOIN
@@ -190,16 +209,23 @@ def unnest_query(view: str, fields: JsonFields = ()) -> str:
     if fields:
         columns += [f"{json_fields.field_sql(EVENT.sql, n, t)} AS `{n}`" for n, t in fields]
         columns.append(f"{json_fields.malformed_sql(EVENT.sql, fields)} AS `{MALFORMED}`")
+    batch = [f"t.`{name}`" for name in _READER_FIELDS]
+    batch += [f"{c.batch_sql()} AS `{c.name}`" for c in BATCHED]
     return (
-        f"SELECT t.kind, t.wm, {', '.join(columns)} FROM {view} AS t "
-        f"LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
+        f"SELECT t.wm, {', '.join(columns)} FROM (SELECT {', '.join(batch)} FROM {view} AS t) "
+        f"AS t LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
     )
+
+
+def events_query(view: str, fields: JsonFields = ()) -> str:
+    """The query of the source's rows (:func:`output_fields`): ``view`` less watermark rows."""
+    columns = ", ".join(f"`{name}`" for name in output_fields(fields))
+    return f"SELECT {columns} FROM {view} WHERE wm IS NULL"
 
 
 def table_schema(deserializer: str, fields: JsonFields = ()) -> Any:
     """The schema of :func:`unnest_query`'s rows, with the watermark following ``wm`` on ``rt``."""
-    builder = Schema.new_builder()
-    builder.column("kind", DataTypes.STRING()).column("wm", DataTypes.BIGINT())
+    builder = Schema.new_builder().column("wm", DataTypes.BIGINT())
     for column in OUTPUT:
         builder.column(column.name, column.data_type(deserializer))
     for name, sql_type in fields:

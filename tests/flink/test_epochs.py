@@ -128,8 +128,12 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
     assert [t - now for t in columns.event_times] == [-10, 0, 10]
     assert columns.late == [True, True, False]
     (row,) = batch_rows(columns, as_text=True)
-    assert all(isinstance(event, str) for event in row[4])
-    assert row[6] == [True, True, False]
+    assert all(isinstance(event, str) for event in row[3])
+    assert row[5] == [True, True, False]
+    on_time = ReadTask(0, (SegmentRange("e/s/0", 0, end),), now - 11)
+    (columns,) = read_columns(client, on_time, spec.time, spec.deserializer)
+    (row,) = batch_rows(columns, as_text=True)
+    assert row[5] == [], "a batch without late events carries an empty late array"
     client.close()
 
 
@@ -205,7 +209,7 @@ def _columns(segment: str, sizes: list[int]) -> EventColumns:
 def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order():
     rows = list(batch_rows(_columns("a", [10] * 5), False, max_events=2, max_bytes=40))
     rows += batch_rows(_columns("b", [50, 10]), False, max_events=2, max_bytes=40)
-    assert [(row[2], row[7]) for row in rows] == [
+    assert [(row[1], row[6]) for row in rows] == [
         ("a", [0, 1]),
         ("a", [2, 3]),
         ("a", [4]),

@@ -49,7 +49,7 @@ def test_readers_feed_the_watermark_assigner_forward_at_their_parallelism(flink_
     chain = _chain_after(nodes, reader["id"])
     names = [n["contents"] for n in chain]
     assigner = next(i for i, name in enumerate(names) if "WatermarkAssigner" in name)
-    dropping = next(i for i, name in enumerate(names) if "<> 'wm'" in name or "<>(kind" in name)
+    dropping = next(i for i, name in enumerate(names) if "where=[wm IS NULL]" in name)
     assert assigner < dropping, names
     for node in chain[: dropping + 1]:
         assert node["parallelism"] == 3, node["contents"]
