@@ -26,10 +26,13 @@ What the unnesting costs, and why the rows are shaped as they are: without
 object reuse Flink copies a record between chained operators, and the
 unnesting join emits each event together with its whole batch row, so the
 batch is copied once per event (measured with Java Flight Recorder: the
-largest share of the JVM's time). Each array is therefore one that copies
-as a block: strings arrive as Flink's binary arrays, the number arrays are
-cast to arrays of non-null numbers (primitive arrays) before the join, and
-``late`` is empty in a batch with no late event (almost every batch).
+largest share of the JVM's time). So a batch row carries no more than it
+must: no column saying what kind of row it is (a watermark row is the one
+with a ``wm``), and an empty ``late`` array in a batch with no late event
+(almost every batch). Strings arrive as Flink's binary arrays, which copy
+as a block; numbers as arrays of boxed values, copied value by value (a
+cast to arrays of non-null numbers copied them once more and still left
+them boxed).
 """
 
 from __future__ import annotations
@@ -104,23 +107,6 @@ class Column:
         if self.kind == "event" and deserializer == "bytes":
             return Types.OBJECT_ARRAY(element)
         return Types.BASIC_ARRAY(element)
-
-    def batch_sql(self) -> str:
-        """SQL for the column's array in a reader row ``t``, as the unnesting join takes it.
-
-        A number array becomes an array of non-null numbers, which Flink
-        holds as a primitive array: copied as one block rather than value by
-        value (see the module's docstring). Flink 2.3 reads such an array
-        past its end, or at a NULL index, as a number rather than NULL, so
-        only arrays every event of a batch has a value in are cast: the
-        join's every index is within them, and a watermark row's values are
-        never read but through ``COALESCE`` with its ``wm``. ``late`` may be
-        empty, and stays as it is.
-        """
-        array = f"t.`{self.name}`"
-        if self.kind == "long":
-            return f"CAST({array} AS ARRAY<BIGINT NOT NULL>)"
-        return array
 
     def data_type(self, deserializer: str) -> Any:
         """The column's Table type."""
@@ -209,11 +195,9 @@ def unnest_query(view: str, fields: JsonFields = ()) -> str:
     if fields:
         columns += [f"{json_fields.field_sql(EVENT.sql, n, t)} AS `{n}`" for n, t in fields]
         columns.append(f"{json_fields.malformed_sql(EVENT.sql, fields)} AS `{MALFORMED}`")
-    batch = [f"t.`{name}`" for name in _READER_FIELDS]
-    batch += [f"{c.batch_sql()} AS `{c.name}`" for c in BATCHED]
     return (
-        f"SELECT t.wm, {', '.join(columns)} FROM (SELECT {', '.join(batch)} FROM {view} AS t) "
-        f"AS t LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
+        f"SELECT t.wm, {', '.join(columns)} FROM {view} AS t "
+        f"LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
     )
 
 
