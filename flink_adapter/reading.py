@@ -34,34 +34,39 @@ def batch_rows(
 ) -> Iterator[Row]:
     """``columns``' events in order, as rows of batches of at most ``max_events`` and ``max_bytes``.
 
-    Each batch holds at least one event. ``as_text``: each event as its UTF-8
-    text (string and JSON schemas) rather than its bytes; a JSON event is
-    never parsed here. A batch with no late event has an empty ``late``
-    array: the JVM reads it as all false and copies nothing for it (PyFlink's
-    thread mode cannot hand over a NULL array).
+    Each batch holds at least one event, as its bytes. ``as_text`` (string
+    and JSON schemas): each event is checked to be UTF-8 text, which the JVM
+    reads it as; a JSON event is never parsed here. A batch leaves out what
+    the JVM can take from elsewhere (:mod:`flink_adapter.rows`): its ``late``
+    array when none is late, its ``ingestion_time`` array when its events
+    share one (then ``ingested``), its ``event_time`` array when the event
+    times are the ingestion times. An array left out is empty: PyFlink's
+    thread mode cannot hand over a NULL array.
     """
-    segment = columns.segment
-    payloads = columns.payloads
-    events = _texts(columns) if as_text else payloads
-    keys, times, late = columns.routing_keys, columns.event_times, columns.late
-    offsets, ingestion_times = columns.offsets, columns.ingestion_times
+    if as_text:
+        _check_text(columns)
+    segment, payloads, keys = columns.segment, columns.payloads, columns.routing_keys
+    ingestion_times, offsets, late = columns.ingestion_times, columns.offsets, columns.late
+    times = [] if _are_ingestion_times(columns) else columns.event_times
     any_late = any(late)
     for first, stop in _batches(payloads, max_events, max_bytes):
+        shared = ingestion_times[first] == ingestion_times[stop - 1]  # they never fall
         yield Row(
             None,
             segment,
+            ingestion_times[first] if shared else None,
             keys[first:stop],
-            events[first:stop],
+            payloads[first:stop],
             times[first:stop],
             late[first:stop] if any_late and any(late[first:stop]) else [],
             offsets[first:stop],
-            ingestion_times[first:stop],
+            [] if shared else ingestion_times[first:stop],
         )
 
 
 def watermark_row(watermark: int) -> Row:
     """The row of an epoch end's watermark (:func:`flink_millis`): no events, each array empty."""
-    return Row(flink_millis(watermark), None, *([] for _ in BATCHED))
+    return Row(flink_millis(watermark), None, None, *([] for _ in BATCHED))
 
 
 def _batches(payloads: list[bytes], max_events: int, max_bytes: int) -> Iterator[tuple[int, int]]:
@@ -79,12 +84,18 @@ def _batches(payloads: list[bytes], max_events: int, max_bytes: int) -> Iterator
         first = stop
 
 
-def _texts(columns: EventColumns) -> list[str]:
-    """Each event as text; an event that is not UTF-8 is named (:func:`text_of`)."""
+def _are_ingestion_times(columns: EventColumns) -> bool:
+    """Whether each event's event time is its ingestion time (the same list, in two domains)."""
+    return columns.event_times is columns.ingestion_times or (
+        columns.event_times == columns.ingestion_times
+    )
+
+
+def _check_text(columns: EventColumns) -> None:
+    """Raises naming the first event of ``columns`` that is not UTF-8 text (:func:`text_of`)."""
     try:
-        return [payload.decode() for payload in columns.payloads]
+        for payload in columns.payloads:
+            payload.decode()
     except UnicodeDecodeError:
-        return [
+        for payload, offset in zip(columns.payloads, columns.offsets, strict=True):
             text_of(payload, columns.segment, offset)
-            for payload, offset in zip(columns.payloads, columns.offsets, strict=True)
-        ]

@@ -30,9 +30,12 @@ largest share of the JVM's time). So a batch row carries no more than it
 must: no column saying what kind of row it is (a watermark row is the one
 with a ``wm``), and an empty ``late`` array in a batch with no late event
 (almost every batch). Strings arrive as Flink's binary arrays, which copy
-as a block; numbers as arrays of boxed values, copied value by value (a
-cast to arrays of non-null numbers copied them once more and still left
-them boxed).
+as a block, and events as bytes (no string encoding in the JVM); numbers
+as arrays of boxed values, copied value by value (a cast to arrays of
+non-null numbers copied them once more and still left them boxed), so a
+batch leaves out the number arrays it can: the ingestion times when its
+events share one (events of one append do), the event times when they are
+the ingestion times.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from flink_adapter.json_fields import MALFORMED, JsonFields
 
 __all__ = [
     "BATCHED",
+    "BATCH_ROW_FIELDS",
     "LATE_INDEX",
     "ROWTIME_INDEX",
     "OUTPUT",
@@ -101,12 +105,22 @@ class Column:
             )
         return _TYPE_INFO[self.kind]()
 
-    def array_type_info(self, deserializer: str) -> Any:
-        """The Flink type of the column's array in a reader row."""
-        element = self.type_info(deserializer)
+    def array_type_info(self) -> Any:
+        """The Flink type of the column's array in a reader row (events as their bytes)."""
+        if self.kind == "event":
+            return Types.OBJECT_ARRAY(Types.PRIMITIVE_ARRAY(Types.BYTE()))
+        return Types.BASIC_ARRAY(self.type_info("bytes"))
+
+    def value_sql(self, deserializer: str) -> str:
+        """SQL for the column's value of event ``i`` of reader row ``t`` (its ``sql``).
+
+        An event reaches the JVM as its bytes in every schema (it is handed
+        over and copied as a block, never encoded again); the text schemas
+        read it as text here, once the reader has checked it is UTF-8.
+        """
         if self.kind == "event" and deserializer == "bytes":
-            return Types.OBJECT_ARRAY(element)
-        return Types.BASIC_ARRAY(element)
+            return "t.event[i]"
+        return self.sql
 
     def data_type(self, deserializer: str) -> Any:
         """The column's Table type."""
@@ -127,10 +141,15 @@ _DATA_TYPE: dict[str, Callable[[], Any]] = {
     "boolean": DataTypes.BOOLEAN,
     "rowtime": lambda: DataTypes.TIMESTAMP_LTZ(3),
 }
-_EVENT_TIME_SQL = "COALESCE(t.event_time[i], t.wm)"
+#: A batch whose events all share an ingestion time carries it once (``ingested``) and an
+#: empty ``ingestion_time`` array; a batch whose event times are its ingestion times (always
+#: so in the processing-time and ingestion-time domains) an empty ``event_time`` array. An
+#: index past an array's end reads NULL. A watermark row's event time is its ``wm``.
+_INGESTION_TIME_SQL = "COALESCE(t.ingestion_time[i], t.ingested)"
+_EVENT_TIME_SQL = "COALESCE(t.event_time[i], t.ingestion_time[i], t.ingested, t.wm)"
 
 ROUTING_KEY = Column("routing_key", "string", "t.routing_key[i]")
-EVENT = Column("event", "event", "t.event[i]")
+EVENT = Column("event", "event", "CAST(t.event[i] AS STRING)")
 EVENT_TIME = Column("event_time", "long", _EVENT_TIME_SQL)
 #: A batch without late events carries an empty ``late`` array (an index past its end reads
 #: NULL). The column stays nullable (a CASE, not COALESCE): a NOT NULL one would cost a
@@ -138,7 +157,7 @@ EVENT_TIME = Column("event_time", "long", _EVENT_TIME_SQL)
 LATE = Column("late", "boolean", "CASE WHEN t.late[i] IS NULL THEN FALSE ELSE t.late[i] END")
 SEGMENT = Column("segment", "string", "t.segment")
 OFFSET = Column("offset", "long", "t.`offset`[i]")
-INGESTION_TIME = Column("ingestion_time", "long", "t.ingestion_time[i]")
+INGESTION_TIME = Column("ingestion_time", "long", _INGESTION_TIME_SQL)
 ROWTIME = Column("rt", "rowtime", f"TO_TIMESTAMP_LTZ({_EVENT_TIME_SQL}, 3)")
 
 #: The columns of a reader row's batch, an array each, in order.
@@ -151,16 +170,17 @@ OUTPUT_FIELDS = tuple(column.name for column in OUTPUT)
 LATE_INDEX = OUTPUT_FIELDS.index(LATE.name)
 #: Where a row holds its event time as a rowtime value (the last column).
 ROWTIME_INDEX = OUTPUT_FIELDS.index(ROWTIME.name)
-#: A reader row: the watermark of a watermark row (NULL in a batch of events), the batch's
-#: segment, then its :data:`BATCHED` arrays.
-_READER_FIELDS = ("wm", "segment")
+#: The fields of a reader row: the watermark of a watermark row (NULL in a batch of events),
+#: the batch's segment, the ingestion time its events share (or NULL), then its
+#: :data:`BATCHED` arrays.
+BATCH_ROW_FIELDS = ("wm", "segment", "ingested", *(c.name for c in BATCHED))
 
 
-def batch_row_type(deserializer: str) -> Any:
-    """The Flink type of a reader's rows (:data:`BATCHED` columns as arrays)."""
+def batch_row_type() -> Any:
+    """The Flink type of a reader's rows (:data:`BATCH_ROW_FIELDS`)."""
     return Types.ROW_NAMED(
-        [*_READER_FIELDS, *(c.name for c in BATCHED)],
-        [Types.LONG(), Types.STRING(), *(c.array_type_info(deserializer) for c in BATCHED)],
+        list(BATCH_ROW_FIELDS),
+        [Types.LONG(), Types.STRING(), Types.LONG(), *(c.array_type_info() for c in BATCHED)],
     )
 
 
@@ -183,21 +203,21 @@ def output_type(deserializer: str, fields: JsonFields = ()) -> Any:
     return Types.ROW_NAMED(list(output_fields(fields)), types)
 
 
-def unnest_query(view: str, fields: JsonFields = ()) -> str:
+def unnest_query(view: str, deserializer: str, fields: JsonFields = ()) -> str:
     """The query that unnests the reader rows of ``view``: ``wm``, then the columns.
 
     The columns of :func:`output_fields`. One row per ordinal ``i`` of the
-    batch's event-time array; a watermark row has no events: the LEFT JOIN
-    keeps it, its event time its watermark. Declared JSON fields are
-    computed here, in the JVM.
+    batch's event array; a watermark row has no events: the LEFT JOIN keeps
+    it, its event time its watermark. Declared JSON fields are computed
+    here, in the JVM.
     """
-    columns = [f"{c.sql} AS `{c.name}`" for c in OUTPUT]
+    columns = [f"{c.value_sql(deserializer)} AS `{c.name}`" for c in OUTPUT]
     if fields:
         columns += [f"{json_fields.field_sql(EVENT.sql, n, t)} AS `{n}`" for n, t in fields]
         columns.append(f"{json_fields.malformed_sql(EVENT.sql, fields)} AS `{MALFORMED}`")
     return (
         f"SELECT t.wm, {', '.join(columns)} FROM {view} AS t "
-        f"LEFT JOIN UNNEST(t.{EVENT_TIME.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
+        f"LEFT JOIN UNNEST(t.{EVENT.name}) WITH ORDINALITY AS e(x, i) ON TRUE"
     )
 
 

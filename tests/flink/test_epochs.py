@@ -12,8 +12,10 @@ import pickle
 from typing import Any
 
 import pytest
+from pyflink.common import Row
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.errors import InvalidArgumentError
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -25,6 +27,7 @@ from connector.reader.source import (
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.epochs import EpochEnd, epoch_records
 from flink_adapter.reading import batch_rows
+from flink_adapter.rows import BATCH_ROW_FIELDS
 
 LAG = 1_000
 
@@ -127,13 +130,12 @@ def test_a_task_flags_events_at_or_below_the_watermark_in_force_late(start_store
     (columns,) = read_columns(client, task, spec.time, spec.deserializer)
     assert [t - now for t in columns.event_times] == [-10, 0, 10]
     assert columns.late == [True, True, False]
-    (row,) = batch_rows(columns, as_text=True)
-    assert all(isinstance(event, str) for event in row[3])
-    assert row[5] == [True, True, False]
+    (row,) = (_fields(row) for row in batch_rows(columns, as_text=True))
+    assert row["late"] == [True, True, False]
     on_time = ReadTask(0, (SegmentRange("e/s/0", 0, end),), now - 11)
     (columns,) = read_columns(client, on_time, spec.time, spec.deserializer)
-    (row,) = batch_rows(columns, as_text=True)
-    assert row[5] == [], "a batch without late events carries an empty late array"
+    (row,) = (_fields(row) for row in batch_rows(columns, as_text=True))
+    assert row["late"] == [], "a batch without late events carries an empty late array"
     client.close()
 
 
@@ -199,6 +201,11 @@ def test_an_epoch_cuts_each_segment_into_tasks_of_at_most_so_many_events_in_read
     client.close()
 
 
+def _fields(row: Row) -> dict[str, Any]:
+    """A reader row's values by field name."""
+    return dict(zip(BATCH_ROW_FIELDS, row, strict=True))
+
+
 def _columns(segment: str, sizes: list[int]) -> EventColumns:
     n = len(sizes)
     return EventColumns(
@@ -209,7 +216,7 @@ def _columns(segment: str, sizes: list[int]) -> EventColumns:
 def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order():
     rows = list(batch_rows(_columns("a", [10] * 5), False, max_events=2, max_bytes=40))
     rows += batch_rows(_columns("b", [50, 10]), False, max_events=2, max_bytes=40)
-    assert [(row[1], row[6]) for row in rows] == [
+    assert [(_fields(row)["segment"], _fields(row)["offset"]) for row in rows] == [
         ("a", [0, 1]),
         ("a", [2, 3]),
         ("a", [4]),
@@ -217,3 +224,24 @@ def test_batches_hold_one_segments_events_within_their_limits_and_keep_the_order
         ("b", [1]),
     ]
     assert list(batch_rows(_columns("c", []), False)) == []
+
+
+def test_a_batch_leaves_out_the_arrays_the_jvm_can_take_from_elsewhere():
+    shared = EventColumns("s", [0, 10, 20], [5, 5, 5], ["k"] * 3, [b"{}"] * 3, [5, 5, 5])
+    (row,) = (_fields(row) for row in batch_rows(shared, as_text=True))
+    assert (row["ingested"], row["ingestion_time"], row["event_time"]) == (5, [], [])
+    assert row["event"] == [b"{}"] * 3 and row["offset"] == [0, 10, 20]
+    timed = EventColumns("s", [0, 10, 20], [5, 5, 6], ["k"] * 3, [b"{}"] * 3, [1, 2, 3])
+    (row,) = (_fields(row) for row in batch_rows(timed, as_text=True))
+    assert (row["ingested"], row["ingestion_time"], row["event_time"]) == (
+        None,
+        [5, 5, 6],
+        [1, 2, 3],
+    )
+
+
+def test_a_text_schema_names_an_event_that_is_not_utf8():
+    columns = EventColumns("e/s/0", [0, 40], [5, 5], [None] * 2, [b"{}", b"\xff"], [5, 5])
+    with pytest.raises(InvalidArgumentError, match="offset 40 of segment e/s/0 is not UTF-8"):
+        list(batch_rows(columns, as_text=True))
+    assert len(list(batch_rows(columns, as_text=False))) == 1
