@@ -131,7 +131,7 @@ def create_table(
     )
     rows = (
         tasks.broadcast()
-        .flat_map(TaskReader(settings), output_type=batch_row_type())
+        .flat_map(TaskReader(settings), output_type=batch_row_type(settings.spec.deserializer))
         .name(settings.reader_name)
         .uid(f"{prefix}-reader")
         .set_parallelism(parallelism)
@@ -203,7 +203,7 @@ def _with_watermarks(
     """
     name = f"tidemark_tasks_{abs(hash(settings.uid_prefix))}"
     t_env.create_temporary_view(name, t_env.from_data_stream(rows))
-    unnested = t_env.sql_query(unnest_query(name, settings.spec.deserializer, settings.json_fields))
+    unnested = t_env.sql_query(unnest_query(name, settings.json_fields))
     schema = table_schema(settings.spec.deserializer, settings.json_fields)
     timed = t_env.from_data_stream(_internal_rows(t_env, unnested), schema)
     t_env.create_temporary_view(f"{name}_timed", timed)

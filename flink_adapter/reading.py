@@ -34,18 +34,17 @@ def batch_rows(
 ) -> Iterator[Row]:
     """``columns``' events in order, as rows of batches of at most ``max_events`` and ``max_bytes``.
 
-    Each batch holds at least one event, as its bytes. ``as_text`` (string
-    and JSON schemas): each event is checked to be UTF-8 text, which the JVM
-    reads it as; a JSON event is never parsed here. A batch leaves out what
+    Each batch holds at least one event. ``as_text``: each event as its UTF-8
+    text (string and JSON schemas) rather than its bytes; a JSON event is
+    never parsed here. A batch leaves out what
     the JVM can take from elsewhere (:mod:`flink_adapter.rows`): its ``late``
     array when none is late, its ``ingestion_time`` array when its events
     share one (then ``ingested``), its ``event_time`` array when the event
     times are the ingestion times. An array left out is empty: PyFlink's
     thread mode cannot hand over a NULL array.
     """
-    if as_text:
-        _check_text(columns)
     segment, payloads, keys = columns.segment, columns.payloads, columns.routing_keys
+    events = _texts(columns) if as_text else payloads
     ingestion_times, offsets, late = columns.ingestion_times, columns.offsets, columns.late
     times = [] if _are_ingestion_times(columns) else columns.event_times
     any_late = any(late)
@@ -56,7 +55,7 @@ def batch_rows(
             segment,
             ingestion_times[first] if shared else None,
             keys[first:stop],
-            payloads[first:stop],
+            events[first:stop],
             times[first:stop],
             late[first:stop] if any_late and any(late[first:stop]) else [],
             offsets[first:stop],
@@ -91,11 +90,12 @@ def _are_ingestion_times(columns: EventColumns) -> bool:
     )
 
 
-def _check_text(columns: EventColumns) -> None:
-    """Raises naming the first event of ``columns`` that is not UTF-8 text (:func:`text_of`)."""
+def _texts(columns: EventColumns) -> list[str]:
+    """Each event as text; an event that is not UTF-8 is named (:func:`text_of`)."""
     try:
-        for payload in columns.payloads:
-            payload.decode()
+        return [payload.decode() for payload in columns.payloads]
     except UnicodeDecodeError:
-        for payload, offset in zip(columns.payloads, columns.offsets, strict=True):
+        return [
             text_of(payload, columns.segment, offset)
+            for payload, offset in zip(columns.payloads, columns.offsets, strict=True)
+        ]

@@ -30,12 +30,13 @@ largest share of the JVM's time). So a batch row carries no more than it
 must: no column saying what kind of row it is (a watermark row is the one
 with a ``wm``), and an empty ``late`` array in a batch with no late event
 (almost every batch). Strings arrive as Flink's binary arrays, which copy
-as a block, and events as bytes (no string encoding in the JVM); numbers
-as arrays of boxed values, copied value by value (a cast to arrays of
-non-null numbers copied them once more and still left them boxed), so a
-batch leaves out the number arrays it can: the ingestion times when its
-events share one (events of one append do), the event times when they are
-the ingestion times.
+as a block (events as bytes would not: an array of byte arrays is copied
+array by array, and Flink's cast of bytes to a string decodes them into a
+Java string and encodes them again); numbers as arrays of boxed values,
+copied value by value (a cast to arrays of non-null numbers copied them
+once more and still left them boxed), so a batch leaves out the number
+arrays it can: the ingestion times when its events share one (events of
+one append do), the event times when they are the ingestion times.
 """
 
 from __future__ import annotations
@@ -105,22 +106,12 @@ class Column:
             )
         return _TYPE_INFO[self.kind]()
 
-    def array_type_info(self) -> Any:
-        """The Flink type of the column's array in a reader row (events as their bytes)."""
-        if self.kind == "event":
-            return Types.OBJECT_ARRAY(Types.PRIMITIVE_ARRAY(Types.BYTE()))
-        return Types.BASIC_ARRAY(self.type_info("bytes"))
-
-    def value_sql(self, deserializer: str) -> str:
-        """SQL for the column's value of event ``i`` of reader row ``t`` (its ``sql``).
-
-        An event reaches the JVM as its bytes in every schema (it is handed
-        over and copied as a block, never encoded again); the text schemas
-        read it as text here, once the reader has checked it is UTF-8.
-        """
+    def array_type_info(self, deserializer: str) -> Any:
+        """The Flink type of the column's array in a reader row."""
+        element = self.type_info(deserializer)
         if self.kind == "event" and deserializer == "bytes":
-            return "t.event[i]"
-        return self.sql
+            return Types.OBJECT_ARRAY(element)
+        return Types.BASIC_ARRAY(element)
 
     def data_type(self, deserializer: str) -> Any:
         """The column's Table type."""
@@ -149,7 +140,7 @@ _INGESTION_TIME_SQL = "COALESCE(t.ingestion_time[i], t.ingested)"
 _EVENT_TIME_SQL = "COALESCE(t.event_time[i], t.ingestion_time[i], t.ingested, t.wm)"
 
 ROUTING_KEY = Column("routing_key", "string", "t.routing_key[i]")
-EVENT = Column("event", "event", "CAST(t.event[i] AS STRING)")
+EVENT = Column("event", "event", "t.event[i]")
 EVENT_TIME = Column("event_time", "long", _EVENT_TIME_SQL)
 #: A batch without late events carries an empty ``late`` array (an index past its end reads
 #: NULL). The column stays nullable (a CASE, not COALESCE): a NOT NULL one would cost a
@@ -176,11 +167,11 @@ ROWTIME_INDEX = OUTPUT_FIELDS.index(ROWTIME.name)
 BATCH_ROW_FIELDS = ("wm", "segment", "ingested", *(c.name for c in BATCHED))
 
 
-def batch_row_type() -> Any:
+def batch_row_type(deserializer: str) -> Any:
     """The Flink type of a reader's rows (:data:`BATCH_ROW_FIELDS`)."""
+    arrays = (c.array_type_info(deserializer) for c in BATCHED)
     return Types.ROW_NAMED(
-        list(BATCH_ROW_FIELDS),
-        [Types.LONG(), Types.STRING(), Types.LONG(), *(c.array_type_info() for c in BATCHED)],
+        list(BATCH_ROW_FIELDS), [Types.LONG(), Types.STRING(), Types.LONG(), *arrays]
     )
 
 
@@ -203,7 +194,7 @@ def output_type(deserializer: str, fields: JsonFields = ()) -> Any:
     return Types.ROW_NAMED(list(output_fields(fields)), types)
 
 
-def unnest_query(view: str, deserializer: str, fields: JsonFields = ()) -> str:
+def unnest_query(view: str, fields: JsonFields = ()) -> str:
     """The query that unnests the reader rows of ``view``: ``wm``, then the columns.
 
     The columns of :func:`output_fields`. One row per ordinal ``i`` of the
@@ -211,7 +202,7 @@ def unnest_query(view: str, deserializer: str, fields: JsonFields = ()) -> str:
     it, its event time its watermark. Declared JSON fields are computed
     here, in the JVM.
     """
-    columns = [f"{c.value_sql(deserializer)} AS `{c.name}`" for c in OUTPUT]
+    columns = [f"{c.sql} AS `{c.name}`" for c in OUTPUT]
     if fields:
         columns += [f"{json_fields.field_sql(EVENT.sql, n, t)} AS `{n}`" for n, t in fields]
         columns.append(f"{json_fields.malformed_sql(EVENT.sql, fields)} AS `{MALFORMED}`")
