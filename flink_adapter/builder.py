@@ -29,7 +29,7 @@ from flink_adapter.json_fields import OPTION as JSON_FIELDS_OPTION
 from flink_adapter.json_fields import declared_fields
 from flink_adapter.python_mode import MODES
 from flink_adapter.rows import OUTPUT_FIELDS
-from flink_adapter.settings import SourceSettings
+from flink_adapter.settings import EPOCH_INTERVAL_MS, SourceSettings
 
 __all__ = ["FLINK_NAMES", "FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
 
@@ -210,7 +210,13 @@ class FlinkTidemarkReaderBuilder:
         return self._set("parallelism", parallelism)
 
     def with_epoch_interval(self, interval: int | timedelta) -> FlinkTidemarkReaderBuilder:
-        """How often the coordinator plans reads (ms or a timedelta), default 100 ms."""
+        """How often the coordinator plans reads (ms or a timedelta), default 50 ms.
+
+        An append waits half of it on average before its epoch plans it, so
+        it bounds the watermark's latency from below; on an idle stream each
+        epoch asks the store about every unfinished segment, so a job with
+        many idle segments may want it longer.
+        """
         return self._set("epoch_interval", interval)
 
     def with_epoch_budget(
@@ -304,7 +310,7 @@ class FlinkTidemarkReaderBuilder:
         ):
             msg = f"with_parallelism: expected an integer >= 1, got {parallelism!r}"
             raise InvalidArgumentError(msg)
-        interval = _millis("with_epoch_interval", options.get("epoch_interval", 100))
+        interval = _millis("with_epoch_interval", options.get("epoch_interval", EPOCH_INTERVAL_MS))
         if not 1 <= interval <= 60_000:
             msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
             raise InvalidArgumentError(msg)

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from connector.reader.source import ReadSpec
 from flink_adapter.json_fields import JsonFields
 
-__all__ = ["SourceSettings"]
+__all__ = ["EPOCH_INTERVAL_MS", "SourceSettings"]
+
+
+#: How often the coordinator plans an epoch by default, ms. It bounds the watermark's
+#: latency from below (an append waits half of it on average); an epoch on an idle stream
+#: asks the store about each unfinished segment, so a job with many idle segments may want
+#: it longer (``with_epoch_interval``).
+EPOCH_INTERVAL_MS = 50
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,7 @@ class SourceSettings:
     reader_group: str = "flink-reader"
     uid: str | None = None
     parallelism: int | None = None
-    epoch_interval_ms: int = 100
+    epoch_interval_ms: int = EPOCH_INTERVAL_MS
     python_mode: str | None = None
     mode: str = "thread"
     json_fields: JsonFields = ()

@@ -49,6 +49,12 @@ def test_the_processing_time_domain_is_the_default_and_plans_no_watermark():
     assert spec.time.domain is TimeDomain.PROCESSING_TIME and not spec.time.has_watermarks
 
 
+def test_an_epoch_is_planned_every_50_ms_unless_told_otherwise():
+    assert _builder().build(check_store=False).settings.epoch_interval_ms == 50
+    told = _builder().with_epoch_interval(timedelta(milliseconds=250)).build(check_store=False)
+    assert told.settings.epoch_interval_ms == 250
+
+
 def test_credentials_go_into_the_uri_as_files():
     credentials = ClientCredentials(tls_ca_file="ca.pem", token_file="t.token")
     reader = (
