@@ -41,8 +41,11 @@ __all__ = [
 MAX_EPOCH_EVENTS = 100_000
 #: The most bytes one epoch reads, by default.
 MAX_EPOCH_BYTES = 64 * 1024 * 1024
-#: The most events one read task holds, by default.
-MAX_TASK_EVENTS = 1_000
+#: The most events one read task holds, by default. Measured on 1,000,000 events of 100 bytes
+#: at parallelism 2: tasks of 4,000 read 1.3 to 1.6 times the events per second of tasks of
+#: 1,000 in both Python modes (a store call, a task record and a Python call fewer for every
+#: 1,000 events), tasks of 250 about 0.9 times, tasks of 16,000 no more than 4,000.
+MAX_TASK_EVENTS = 4_000
 #: The most bytes one read task holds, by default (a larger event is a task of its own).
 MAX_TASK_BYTES = 1024 * 1024
 
