@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from bisect import bisect_right
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.client.connection import StoreClient
@@ -28,9 +28,7 @@ from connector.model import (
     SegmentDescription,
 )
 from connector.names import StreamId
-
-if TYPE_CHECKING:
-    from connector.reader.timestamps import TimestampAssigner
+from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
 
 __all__ = ["EventWriter", "WriterConfig"]
 
@@ -44,7 +42,7 @@ class WriterConfig:
         max_batch_bytes: a segment's batch is sent once it holds this much.
         max_batch_events: ... or this many events.
         assert_watermarks_from: when set, the event time of each event
-            written (a :class:`~connector.reader.timestamps.TimestampAssigner`,
+            written (a :class:`~connector.timestamps.TimestampAssigner`,
             or the name of a JSON field holding it); after each
             :meth:`EventWriter.flush` the writer asserts the least event time
             it still accepts, minus one: the greatest event time written
@@ -85,12 +83,6 @@ class WriterConfig:
 
 def _writer_assigner(given: Any) -> TimestampAssigner[Any] | None:
     """The assigner a writer takes event times from; a name is a JSON field."""
-    from connector.reader.timestamps import (  # the reader core imports the client
-        FieldTimestampAssigner,
-        IngestionTimeAssigner,
-        TimestampAssigner,
-    )
-
     if given is None:
         return None
     if isinstance(given, str):

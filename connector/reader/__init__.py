@@ -12,7 +12,7 @@ from connector.reader.membership import GroupHandle, GroupRecord
 from connector.reader.ordering import EventTimeOrderer, Timestamped
 from connector.reader.reader import EventReader
 from connector.reader.source import Frontier, ReadSpec, SegmentRange, SourcePlanner, StreamCut
-from connector.reader.timestamps import (
+from connector.timestamps import (
     CallableTimestampAssigner,
     FieldTimestampAssigner,
     IngestionTimeAssigner,

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector.errors import InvalidArgumentError
-from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+from connector.timestamps import IngestionTimeAssigner, TimestampAssigner
 
 __all__ = ["END_OF_TIME", "EventRead", "Position", "ReaderConfig", "TimeDomain", "to_millis"]
 

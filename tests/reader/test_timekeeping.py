@@ -23,7 +23,7 @@ from connector.reader.source import (
     is_late,
     rose,
 )
-from connector.reader.timestamps import FieldTimestampAssigner
+from connector.timestamps import FieldTimestampAssigner
 
 
 def at(watermark: int) -> GroupState:

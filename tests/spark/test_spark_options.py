@@ -11,7 +11,7 @@ from connector.errors import InvalidArgumentError
 from connector.names import StreamId
 from connector.reader.events import TimeDomain
 from connector.reader.source import ReadSpec, StreamCut
-from connector.reader.timestamps import FieldTimestampAssigner, IngestionTimeAssigner
+from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner
 from spark_adapter.options import SinkOptions, for_batch, for_stream, parse_interval_ms, read_spec
 
 URI = "tidemark://127.0.0.1:9090"

@@ -24,7 +24,7 @@ from connector.framing import FrameColumns, decode_columns
 from connector.reader.source.ranges import READ_CHUNK_BYTES, read_range
 from connector.reader.source.tasks import ReadTask
 from connector.reader.source.timekeeping import TimeKeeping, is_late
-from connector.reader.timestamps import FieldTimestampAssigner, TimestampAssigner
+from connector.timestamps import FieldTimestampAssigner, TimestampAssigner
 
 try:  # orjson parses JSON events several times faster; json is the fallback
     from orjson import loads as _loads

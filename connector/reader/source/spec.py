@@ -24,7 +24,7 @@ from connector.reader.events import TimeDomain
 from connector.reader.source.cuts import StreamCut
 from connector.reader.source.limits import Budget
 from connector.reader.source.timekeeping import TimeKeeping
-from connector.reader.timestamps import (
+from connector.timestamps import (
     FieldTimestampAssigner,
     TimestampAssigner,
     assigner_from_path,

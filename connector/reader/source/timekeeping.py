@@ -38,7 +38,7 @@ from connector.reader.group_state import (
     group_event_time,
     group_watermark,
 )
-from connector.reader.timestamps import IngestionTimeAssigner, TimestampAssigner
+from connector.timestamps import IngestionTimeAssigner, TimestampAssigner
 
 __all__ = ["EventTime", "IngestionTime", "ProcessingTime", "TimeKeeping", "is_late", "rose"]
 
