@@ -12,8 +12,8 @@ import pytest
 from connector import StoreClient, StreamManager
 from connector.errors import InvalidArgumentError, NotFoundError, StoreUnavailableError
 from connector.reader.source import PROBE_BOUND_S
-from connector.timestamps import FieldTimestampAssigner
 from connector.security import ClientCredentials
+from connector.timestamps import FieldTimestampAssigner
 from flink_adapter import FlinkTidemarkReader, StreamCut, TimeDomain
 from tests.flink.rest import free_port
 

@@ -24,12 +24,12 @@ from connector.reader.events import TimeDomain
 from connector.reader.source.cuts import StreamCut
 from connector.reader.source.limits import Budget
 from connector.reader.source.timekeeping import TimeKeeping
+from connector.security.credentials import ClientCredentials, split_uri
 from connector.timestamps import (
     FieldTimestampAssigner,
     TimestampAssigner,
     assigner_from_path,
 )
-from connector.security.credentials import ClientCredentials, split_uri
 
 __all__ = ["OptionNames", "ReadSpec", "StreamRead", "store_uri"]
 
