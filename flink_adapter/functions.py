@@ -19,7 +19,9 @@
 Both make their store calls on a thread of their own
 (:mod:`flink_adapter.store_thread`: why), and a reader reads its tasks
 there ahead of handing their rows to Flink: a task's rows go out at the
-latest with its epoch's end, before that end's watermark row.
+latest with its epoch's end, before that end's watermark row. Closing a
+function (a cancelled or failing job) ends its store call in flight at
+once, and the call it was in emits nothing more.
 
 Both keep no state but the coordinator's frontier: after a restore the
 coordinator plans again from its checkpointed frontier, and Flink's
@@ -32,11 +34,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any
 
 from pyflink.common import Row  # noqa: TC002 - the rows these functions yield
 from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
 
+from connector.client import StoreClient  # noqa: TC001 - a reader's client, held
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -50,7 +54,7 @@ from flink_adapter.metrics import Value
 from flink_adapter.python_mode import THREAD, report_mode, subtask_of
 from flink_adapter.reading import batch_rows, watermark_row
 from flink_adapter.settings import SourceSettings
-from flink_adapter.store_thread import Pending, StoreThread
+from flink_adapter.store_thread import Pending, StoreThread, StoreThreadClosed
 
 __all__ = ["EpochCoordinator", "TaskReader"]
 
@@ -95,13 +99,12 @@ class EpochCoordinator(KeyedProcessFunction):
 
     def close(self) -> None:  # noqa: D102
         if self._store is not None:
-            if self._planner is not None:
-                self._store.call(self._planner.client.close)
-            self._store.close()
+            self._store.close(self._planner.client if self._planner is not None else None)
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[ReadTask | EpochEnd]:  # noqa: D102
         if self.settings.spec.bounded:
-            yield from self._plan_whole_read()
+            with suppress(StoreThreadClosed):  # closing: nothing more to plan
+                yield from self._plan_whole_read()
             return
         now = ctx.timer_service().current_processing_time()
         due = self._next_epoch_at.value()
@@ -113,9 +116,10 @@ class EpochCoordinator(KeyedProcessFunction):
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[ReadTask | EpochEnd]:  # noqa: D102
         if timestamp != self._next_epoch_at.value():
             return  # not the epoch timer in force
-        yield from self._plan_next_epoch()
-        now = ctx.timer_service().current_processing_time()
-        self._schedule(ctx, max(timestamp, now) + self.settings.epoch_interval_ms)
+        with suppress(StoreThreadClosed):  # closing: nothing more to plan
+            yield from self._plan_next_epoch()
+            now = ctx.timer_service().current_processing_time()
+            self._schedule(ctx, max(timestamp, now) + self.settings.epoch_interval_ms)
 
     def _schedule(self, ctx: Any, at: int) -> None:
         ctx.timer_service().register_processing_time_timer(at)
@@ -183,6 +187,7 @@ class TaskReader(FlatMapFunction):
     def __init__(self, settings: SourceSettings):
         self.settings = settings
         self._store: StoreThread | None = None
+        self._client: StoreClient | None = None
         self._pending: Pending[ReadTask, list[tuple[EventColumns, int]]] | None = None
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
@@ -208,18 +213,22 @@ class TaskReader(FlatMapFunction):
         if self._store is not None:
             if self._pending is not None:
                 self._pending.cancel()
-            self._store.call(self._client.close)
-            self._store.close()
+            self._store.close(self._client)
 
     def _read(self, task: ReadTask) -> list[tuple[EventColumns, int]]:
         """On the store thread: the task's events, each store read's with when it arrived."""
-        spec = self.settings.spec
+        spec, client = self.settings.spec, self._client
+        assert client is not None
         return [
             (columns, _now_ms())
-            for columns in read_columns(self._client, task, spec.time, spec.deserializer)
+            for columns in read_columns(client, task, spec.time, spec.deserializer)
         ]
 
     def flat_map(self, value: ReadTask | EpochEnd) -> Iterator[Row]:  # noqa: D102
+        with suppress(StoreThreadClosed):  # closing: nothing more to emit
+            yield from self._rows_for(value)
+
+    def _rows_for(self, value: ReadTask | EpochEnd) -> Iterator[Row]:
         assert self._pending is not None
         if isinstance(value, EpochEnd):
             yield from self._emit(self._pending.drain())
