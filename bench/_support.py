@@ -6,6 +6,7 @@ Not a benchmark itself (``run.py`` runs only ``*_bench.py`` files).
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import math
 import os
@@ -31,7 +32,9 @@ __all__ = [
     "Timing",
     "command_block",
     "cpu_model",
+    "children",
     "cpu_seconds",
+    "descendants",
     "free_port",
     "load_average",
     "machine_facts",
@@ -71,6 +74,29 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started, from ``/proc`` (Linux; [] elsewhere).
+
+    Read from each of its threads: a child forked by a thread other than the
+    main one (a JVM starting Python workers) is listed under that thread only.
+    """
+    found = []
+    for listing in glob.glob(f"/proc/{pid}/task/*/children"):
+        with contextlib.suppress(OSError), open(listing, encoding="ascii") as file:
+            found += map(int, file.read().split())
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: its children, theirs, and so on."""
+    found, todo = [], [pid]
+    while todo:
+        below = children(todo.pop())
+        found += below
+        todo += below
+    return found
 
 
 @dataclass

@@ -80,8 +80,10 @@ from _support import (  # noqa: E402
     EVENT_BYTES,
     BenchFailure,
     StoreServerProcess,
+    children,
     command_block,
     cpu_seconds,
+    descendants,
     free_port,
     java_version,
     json_event,
@@ -240,31 +242,14 @@ class Throughput:
 PROCESSES = ("JVM", "Python workers", "store")
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                with open(f"/proc/{entry}/stat", encoding="ascii") as file:
-                    if int(file.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-    return found
-
-
 def _cpu_by_process(store_pid: int) -> dict[str, float]:
     """CPU seconds so far of the JVM (this process's child), its Python workers and the store."""
-    jvms = [pid for pid in _children(os.getpid()) if pid != store_pid]
-    workers = [child for jvm in jvms for child in _descendants(jvm)]
+    jvms = [pid for pid in children(os.getpid()) if pid != store_pid]
+    workers = [child for jvm in jvms for child in descendants(jvm)]
     return {
         name: sum(cpu_seconds(pid) or 0.0 for pid in pids)
         for name, pids in zip(PROCESSES, (jvms, workers, [store_pid]), strict=True)
     }
-
-
-def _descendants(pid: int) -> list[int]:
-    children = _children(pid)
-    return children + [grandchild for child in children for grandchild in _descendants(child)]
 
 
 def _wait(predicate: Any, timeout_s: float, what: str) -> None:

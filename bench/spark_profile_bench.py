@@ -37,6 +37,7 @@ from _support import (  # noqa: E402
     StoreServerProcess,
     command_block,
     cpu_seconds,
+    descendants,
     java_version,
     load_average,
     machine_facts,
@@ -53,19 +54,6 @@ SECTION = "spark_profile"
 HEADING = "Spark adapter: where a tidemark read's time goes"
 STREAM = "bench/events"
 NO_IDLE_TICKS_MS = 1_000_000_000
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and every process below it."""
-    pids = [pid]
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as file:
-            children = file.read().split()
-    except OSError:
-        return pids
-    for child in children:
-        pids += _tree(int(child))
-    return pids
 
 
 def _role(pid: int, me: int, server: int) -> str:
@@ -88,7 +76,8 @@ def _role(pid: int, me: int, server: int) -> str:
 
 
 def _cpu_by_role(me: int, server: int) -> dict[int, tuple[str, float]]:
-    return {pid: (_role(pid, me, server), cpu_seconds(pid) or 0.0) for pid in {*_tree(me), server}}
+    pids = {me, *descendants(me), server}
+    return {pid: (_role(pid, me, server), cpu_seconds(pid) or 0.0) for pid in pids}
 
 
 def processes(spark: Any, uri: str, json_dir: str, scratch: str, times: list[int]) -> list[dict]:
@@ -96,7 +85,7 @@ def processes(spark: Any, uri: str, json_dir: str, scratch: str, times: list[int
     import spark_bench
 
     me = os.getpid()
-    server = [p for p in _tree(me) if "connector.server" in _command(p)][0]
+    server = [p for p in descendants(me) if "connector.server" in _command(p)][0]
     found = []
     for system in ("tidemark", "file"):
         if system == "tidemark":
