@@ -15,24 +15,8 @@ from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread
+from tests.flink.holders import Value
 from tests.layers import call_path
-
-
-class _Value:
-    """Stands in for a Flink ValueState."""
-
-    def __init__(self) -> None:
-        self._value: Any = None
-
-    def value(self) -> Any:
-        return self._value
-
-    def update(self, value: Any) -> None:
-        self._value = value
-
-    def set(self, value: int) -> None:
-        """Stands in for a metric (:class:`flink_adapter.metrics.Value`)."""
-        self._value = value
 
 
 def test_an_epoch_enters_the_core_for_one_plan_and_the_core_never_climbs_back(start_store):
@@ -52,11 +36,11 @@ def test_an_epoch_enters_the_core_for_one_plan_and_the_core_never_climbs_back(st
         .build()
     )
     coordinator = EpochCoordinator(reader.settings)
-    coordinator._frontier, coordinator._epoch = _Value(), _Value()  # noqa: SLF001
+    coordinator._frontier, coordinator._epoch = Value(), Value()  # noqa: SLF001
     coordinator._planner = SourcePlanner(client, reader.settings.spec)  # noqa: SLF001
     coordinator._frontier.update(coordinator._planner.start().to_json())  # noqa: SLF001
     for metric in ("_group_watermark", "_lag_ms", "_watermark_lag", "_pending_records"):
-        setattr(coordinator, metric, _Value())
+        setattr(coordinator, metric, Value())
     coordinator._pending_counted_at = 0  # noqa: SLF001
     # Its thread starts with the first call, inside call_path, which follows it there.
     coordinator._store = StoreThread("call-path")  # noqa: SLF001

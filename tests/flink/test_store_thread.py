@@ -21,6 +21,7 @@ from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread, StoreThreadClosed
+from tests.flink.holders import Value
 from tests.flink.rest import free_port
 
 #: The retry budget of the clients here: a call in flight would last this long without a close.
@@ -35,19 +36,6 @@ def _unreachable_uri() -> str:
 
 def _running(name: str) -> bool:
     return any(t.name.startswith(name) for t in threading.enumerate())
-
-
-class _Value:
-    """Stands in for a Flink ValueState."""
-
-    def __init__(self, value: Any = None) -> None:
-        self._value = value
-
-    def value(self) -> Any:
-        return self._value
-
-    def update(self, value: Any) -> None:
-        self._value = value
 
 
 def test_closing_a_store_thread_ends_its_call_in_flight_at_once(wait_until: Any) -> None:
@@ -96,8 +84,8 @@ def test_a_coordinator_closed_while_planning_emits_nothing_and_raises_nothing(
     coordinator = EpochCoordinator(reader.settings)
     coordinator._store = StoreThread("test-coordinator-store")  # noqa: SLF001
     coordinator._planner = SourcePlanner(reader.settings.spec.client(), reader.settings.spec)  # noqa: SLF001
-    coordinator._frontier, coordinator._epoch = _Value(), _Value()  # noqa: SLF001
-    coordinator._next_epoch_at = _Value(1_000)  # noqa: SLF001
+    coordinator._frontier, coordinator._epoch = Value(), Value()  # noqa: SLF001
+    coordinator._next_epoch_at = Value(1_000)  # noqa: SLF001
     emitted: list[Any] = []
     raised: list[BaseException] = []
 
