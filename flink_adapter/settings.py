@@ -14,10 +14,8 @@ from flink_adapter.json_fields import JsonFields
 __all__ = ["EPOCH_INTERVAL_MS", "SourceSettings"]
 
 
-#: How often the coordinator plans an epoch by default, ms. It bounds the watermark's
-#: latency from below (an append waits half of it on average); an epoch on an idle stream
-#: asks the store about each unfinished segment, so a job with many idle segments may want
-#: it longer (``with_epoch_interval``).
+#: How often the coordinator plans an epoch by default, ms (what it trades: the builder's
+#: ``with_epoch_interval``).
 EPOCH_INTERVAL_MS = 50
 
 
