@@ -8,25 +8,19 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.client.assertion_ledger import AssertionLedger
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
     DuplicateEventNumbersError,
-    FailedPreconditionError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import (
-    AppendResult,
-    Assertion,
-    AssertionResult,
-    Fence,
-    SegmentDescription,
-)
+from connector.model import AppendResult, AssertionResult, Fence, SegmentDescription
 from connector.names import StreamId
 from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
 
@@ -177,21 +171,11 @@ class EventWriter(Generic[T]):
         self._segments: list[SegmentDescription] = []
         self._lows: list[float] = []
         self._stored_times: dict[str, int] = {}
-        # Event time: the number of the next assertion, the latest asserted, membership.
-        self._assertion_number = numbers_from
-        # An assertion waiting to be sent (on a flush's last append, or alone); whether it
-        # went out in a call whose fate is unknown (the store may hold it: then a duplicate
-        # answer is this writer's own); the answer to the last one sent.
-        self._riding: Assertion | None = None
-        self._riding_sent = False
-        self._ridden: AssertionResult | None = None
-        self._asserted: int | None = None
-        self._member = False
-        self._assertion_placed = False
-        self._max_event_time: int | None = None
-        #: Events written with an event time at or below what this writer had asserted
-        #: (with ``assert_watermarks_from``): stored, and flagged late by readers.
-        self.late_events = 0
+        self._ledger = AssertionLedger(
+            numbers_from,
+            self._config.max_out_of_orderness_ms,
+            f"writer {self.writer_id!r} on {self.stream}",
+        )
         self._closed = False
         self._refresh()
 
@@ -204,11 +188,7 @@ class EventWriter(Generic[T]):
         self._check_open()
         assigner = self._config.assert_watermarks_from
         if assigner is not None:
-            event_time = assigner.extract_timestamp(event, 0)
-            if self._asserted is not None and event_time <= self._asserted:
-                self.late_events += 1
-            if self._max_event_time is None or event_time > self._max_event_time:
-                self._max_event_time = event_time
+            self._ledger.on_event(assigner.extract_timestamp(event, 0))
         self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
     def _check_open(self) -> None:
@@ -237,9 +217,7 @@ class EventWriter(Generic[T]):
                 space was freed), or :meth:`discard_pending` to drop them on
                 purpose. No event is ever dropped without one of the two.
         """
-        due = self._due_from_events()
-        if due is not None and self._riding is None:
-            self._ride(due)
+        self._ledger.ride_due()
         self._send_all()
         stored, self._stored_times = self._stored_times, {}
         return stored
@@ -284,52 +262,28 @@ class EventWriter(Generic[T]):
 
     def _flush_asserting(self, event_time: int | None) -> AssertionResult:
         """Flushes with an assertion riding on the last append, or sent on its own after."""
-        self._riding = None  # one riding from an earlier flush that failed is superseded
-        self._ride(event_time)
+        self._ledger.ride(event_time)  # supersedes one an earlier flush failed to send
         self._send_all()
-        if self._riding is not None:  # nothing left to ride on
-            return self._assert_alone()
-        assert self._ridden is not None
-        return self._ridden
-
-    def _due_from_events(self) -> int | None:
-        """With ``assert_watermarks_from``: the least event time still accepted, less 1, if due."""
-        if self._config.assert_watermarks_from is None or self._max_event_time is None:
-            return None
-        candidate = self._max_event_time - self._config.max_out_of_orderness_ms - 1
-        if (
-            self._asserted is None
-            or candidate > self._asserted
-            or (candidate == self._asserted and not self._member)
-        ):
-            return candidate
-        return None
-
-    def _ride(self, event_time: int | None) -> None:
-        """Numbers an assertion to send with the next flush (on its last append, or alone)."""
-        number = self._assertion_number
-        # A number is never reused: an attempt whose fate is unknown may be stored.
-        self._assertion_number += 1
-        self._riding = Assertion(number, event_time)
-        self._riding_sent = False
-        self._ridden = None
+        answer = self._ledger.last_answer
+        assert answer is not None
+        return answer
 
     def _send_all(self) -> None:
         """Sends every queued batch; then an assertion that found none to ride on."""
         while self._batches:
             segment = next(iter(self._batches))
             self._send(segment)
-        if self._riding is not None and not self._batches:
+        if self._ledger.riding is not None:
             self._assert_alone()
 
-    def _assert_alone(self) -> AssertionResult:
-        riding = self._riding
+    def _assert_alone(self) -> None:
+        riding = self._ledger.riding
         assert riding is not None
         fences = {
             segment: Fence(discarded_from, self._first_number(segment))
             for segment, discarded_from in self._discarded_from.items()
         }
-        try:
+        with self._ledger.sending(riding):
             result = self._client.assert_watermark(
                 self.stream.scope,
                 self.stream.stream,
@@ -338,43 +292,18 @@ class EventWriter(Generic[T]):
                 riding.event_time,
                 fences,
             )
-        except StoreUnavailableError:
-            self._riding_sent = True  # its fate is unknown: sent again, with its number
-            raise
-        except TidemarkError:
-            self._riding = None  # refused: nothing was stored
-            raise
         if result.stored:
             for segment in fences:
                 self._discarded_from.pop(segment, None)
-        self._answered(riding, result)
-        return result
+        self._ledger.answered(result)
 
-    def _answered(self, riding: Assertion, result: AssertionResult) -> None:
-        """Notes the store's answer to an assertion (alone or riding).
+    @property
+    def late_events(self) -> int:
+        """Events written with an event time at or below what this writer had asserted.
 
-        Raises:
-            FailedPreconditionError: the store had the assertion's number,
-                and no earlier send of this writer can explain it.
+        Counted with ``assert_watermarks_from``: stored, and flagged late by readers.
         """
-        sent_before = self._riding_sent
-        self._riding = None
-        self._riding_sent = False
-        self._ridden = result
-        if result.stored:
-            self._assertion_placed = True
-        elif not (result.resent or sent_before) and self._assertion_placed:
-            event_time = riding.event_time
-            what = "idle mark" if event_time is None else f"assertion of {event_time}"
-            msg = (
-                f"the store took {what} number {riding.number} of writer {self.writer_id!r} on "
-                f"{self.stream} as a duplicate, but this writer never sent it before: another "
-                "writer is using its id"
-            )
-            raise FailedPreconditionError(msg)
-        self._member = riding.event_time is not None
-        if riding.event_time is not None:
-            self._asserted = riding.event_time
+        return self._ledger.late_events
 
     @property
     def pending_events(self) -> int:
@@ -409,7 +338,7 @@ class EventWriter(Generic[T]):
         Closing twice is harmless.
         """
         if not self._closed:
-            if self._member:
+            if self._ledger.member:
                 self._flush_asserting(None)
             else:
                 self.flush()
@@ -456,18 +385,19 @@ class EventWriter(Generic[T]):
         # An assertion rides on the last batch of a flush, unless it must carry fences for
         # other segments (this append's own gap announcement fences its segment first).
         fenced_elsewhere = any(s != segment for s in self._discarded_from)
-        riding = self._riding if not self._batches and not fenced_elsewhere else None
+        riding = self._ledger.riding if not self._batches and not fenced_elsewhere else None
         try:
             keys = batch.keys if any(batch.keys) else None
-            result = self._client.append(
-                segment,
-                self.writer_id,
-                first,
-                batch.events,
-                keys,
-                discarded_from=self._announced(segment),
-                assertion=riding,
-            )
+            with self._ledger.sending(riding):
+                result = self._client.append(
+                    segment,
+                    self.writer_id,
+                    first,
+                    batch.events,
+                    keys,
+                    discarded_from=self._announced(segment),
+                    assertion=riding,
+                )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
             self._reroute_after_scaling(batch)
@@ -475,15 +405,11 @@ class EventWriter(Generic[T]):
         except StoreUnavailableError:
             batch.sent = len(batch.events)
             self._batches[segment] = batch  # resent by the next flush, with the same numbers
-            if riding is not None:
-                self._riding_sent = True  # resent too, riding again or alone
             raise
         except TidemarkError as error:
             # A send of an earlier try may still be on its way, so its fate is unknown too.
             batch.sent = len(batch.events)
             self._batches[segment] = batch  # kept: dropping it would lose events silently
-            if riding is not None:
-                self._riding = None  # refused whole: the assertion too (the next flush is plain)
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
                 "stay queued: flush() retries them, discard_pending() drops them)"
@@ -496,7 +422,7 @@ class EventWriter(Generic[T]):
             self._stored_times[segment] = result.ingestion_time
             self._placed.add(segment)
         if riding is not None and result.assertion is not None:
-            self._answered(riding, result.assertion)
+            self._ledger.answered(result.assertion)
         self._check_duplicates(segment, first, batch, result, placed)
 
     def _check_duplicates(
