@@ -9,18 +9,18 @@ from typing import Any, Generic, TypeVar
 
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.client.assertion_ledger import AssertionLedger
+from connector.client.batches import Batch, SegmentBatches
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
 from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
-    DuplicateEventNumbersError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import AppendResult, AssertionResult, Fence, SegmentDescription
+from connector.model import AssertionResult, SegmentDescription
 from connector.names import StreamId
 from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
 
@@ -98,19 +98,6 @@ def _millis(name: str, value: int | timedelta) -> int:
     return millis
 
 
-class _Batch:
-    """A segment's queued events; ``sent`` of them went out in a call whose fate is unknown."""
-
-    __slots__ = ("events", "keys", "positions", "sent", "size")
-
-    def __init__(self) -> None:
-        self.events: list[bytes] = []
-        self.positions: list[float] = []
-        self.keys: list[str] = []
-        self.size = 0
-        self.sent = 0
-
-
 class EventWriter(Generic[T]):
     """Writes events of one stream.
 
@@ -154,23 +141,19 @@ class EventWriter(Generic[T]):
         if isinstance(numbers_from, bool) or not isinstance(numbers_from, int) or numbers_from < 0:
             msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
             raise InvalidArgumentError(msg)
-        self._numbers_from = numbers_from
         self._client = client
         self.stream = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
         self._serializer = serializer
         self.writer_id = writer_id or f"writer-{uuid.uuid4()}"
         self._config = config or WriterConfig()
-        self._batches: dict[str, _Batch] = {}
-        self._next_number: dict[str, int] = {}
-        # Per segment: the first number of events discarded without knowing whether they
-        # were stored, until an append announcing the gap is stored.
-        self._discarded_from: dict[str, int] = {}
-        # Segments where an answer placed this writer's sequence (events appended): from
-        # then on, only events sent before may come back as duplicates.
-        self._placed: set[str] = set()
+        self._batches = SegmentBatches(
+            self.writer_id,
+            numbers_from,
+            self._config.max_batch_bytes,
+            self._config.max_batch_events,
+        )
         self._segments: list[SegmentDescription] = []
         self._lows: list[float] = []
-        self._stored_times: dict[str, int] = {}
         self._ledger = AssertionLedger(
             numbers_from,
             self._config.max_out_of_orderness_ms,
@@ -219,8 +202,7 @@ class EventWriter(Generic[T]):
         """
         self._ledger.ride_due()
         self._send_all()
-        stored, self._stored_times = self._stored_times, {}
-        return stored
+        return self._batches.stored_times()
 
     def note_time(self, event_time_ms: int) -> AssertionResult:
         """Asserts that every later event of this writer has an event time above ``event_time_ms``.
@@ -270,8 +252,7 @@ class EventWriter(Generic[T]):
 
     def _send_all(self) -> None:
         """Sends every queued batch; then an assertion that found none to ride on."""
-        while self._batches:
-            segment = next(iter(self._batches))
+        while (segment := self._batches.next_segment()) is not None:
             self._send(segment)
         if self._ledger.riding is not None:
             self._assert_alone()
@@ -279,10 +260,7 @@ class EventWriter(Generic[T]):
     def _assert_alone(self) -> None:
         riding = self._ledger.riding
         assert riding is not None
-        fences = {
-            segment: Fence(discarded_from, self._first_number(segment))
-            for segment, discarded_from in self._discarded_from.items()
-        }
+        fences = self._batches.fences()
         with self._ledger.sending(riding):
             result = self._client.assert_watermark(
                 self.stream.scope,
@@ -293,8 +271,7 @@ class EventWriter(Generic[T]):
                 fences,
             )
         if result.stored:
-            for segment in fences:
-                self._discarded_from.pop(segment, None)
+            self._batches.fenced(fences)
         self._ledger.answered(result)
 
     @property
@@ -308,7 +285,7 @@ class EventWriter(Generic[T]):
     @property
     def pending_events(self) -> int:
         """How many written events are queued and not yet stored."""
-        return sum(len(batch.events) for batch in self._batches.values())
+        return self._batches.pending_events
 
     def discard_pending(self) -> int:
         """Drops every queued event; returns how many were dropped.
@@ -322,15 +299,7 @@ class EventWriter(Generic[T]):
         numbers after it and announces the gap, and once that batch is stored
         no copy of a dropped one can be stored any more.
         """
-        dropped = self.pending_events
-        for segment, batch in self._batches.items():
-            if batch.sent:
-                first = self._first_number(segment)
-                announced = self._announced(segment)
-                self._discarded_from[segment] = first if announced is None else announced
-                self._next_number[segment] = first + len(batch.events)
-        self._batches.clear()
-        return dropped
+        return self._batches.discard_pending()
 
     def close(self) -> None:
         """Flushes, marks the writer idle if it asserted event time, and closes.
@@ -357,45 +326,22 @@ class EventWriter(Generic[T]):
 
     def _queue(self, data: bytes, position: float, key: str) -> None:
         segment = self._segments[bisect_right(self._lows, position) - 1].segment
-        batch = self._batches.get(segment)
-        if batch is None:
-            batch = self._batches[segment] = _Batch()
-        batch.events.append(data)
-        batch.positions.append(position)
-        batch.keys.append(key)
-        batch.size += len(data)
-        config = self._config
-        if batch.size >= config.max_batch_bytes or len(batch.events) >= config.max_batch_events:
+        if self._batches.add(segment, data, position, key):  # full
             self._send(segment)
 
-    def _first_number(self, segment: str) -> int:
-        """The number of this writer's next event in ``segment``."""
-        return self._next_number.get(segment, self._numbers_from)
-
-    def _announced(self, segment: str) -> int | None:
-        """The gap the next append to ``segment`` announces (``discarded_from``), if any."""
-        gap = self._discarded_from.get(segment)
-        if gap is None and self._numbers_from and segment not in self._next_number:
-            return 0  # a new incarnation: the numbers below numbers_from are not this writer's
-        return gap
-
     def _send(self, segment: str) -> None:
-        batch = self._batches.pop(segment)
-        first = self._first_number(segment)
-        # An assertion rides on the last batch of a flush, unless it must carry fences for
-        # other segments (this append's own gap announcement fences its segment first).
-        fenced_elsewhere = any(s != segment for s in self._discarded_from)
-        riding = self._ledger.riding if not self._batches and not fenced_elsewhere else None
+        batch = self._batches.take(segment)
+        first = self._batches.first_number(segment)
+        riding = self._ledger.riding if self._batches.may_carry_assertion(segment) else None
         try:
-            keys = batch.keys if any(batch.keys) else None
             with self._ledger.sending(riding):
                 result = self._client.append(
                     segment,
                     self.writer_id,
                     first,
                     batch.events,
-                    keys,
-                    discarded_from=self._announced(segment),
+                    batch.routing_keys,
+                    discarded_from=self._batches.announced(segment),
                     assertion=riding,
                 )
         except SegmentSealedError:
@@ -403,66 +349,27 @@ class EventWriter(Generic[T]):
             self._reroute_after_scaling(batch)
             return
         except StoreUnavailableError:
-            batch.sent = len(batch.events)
-            self._batches[segment] = batch  # resent by the next flush, with the same numbers
+            self._batches.keep(segment, batch)  # resent by the next flush, with the same numbers
             raise
         except TidemarkError as error:
-            # A send of an earlier try may still be on its way, so its fate is unknown too.
-            batch.sent = len(batch.events)
-            self._batches[segment] = batch  # kept: dropping it would lose events silently
+            self._batches.keep(segment, batch)  # kept: dropping it would lose events silently
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
                 "stay queued: flush() retries them, discard_pending() drops them)"
             )
             raise type(error)(msg) from error
-        self._next_number[segment] = first + len(batch.events)
-        self._discarded_from.pop(segment, None)
-        placed = segment in self._placed
-        if result.appended:
-            self._stored_times[segment] = result.ingestion_time
-            self._placed.add(segment)
+        unexplained = self._batches.stored(segment, first, batch, result)
         if riding is not None and result.assertion is not None:
             self._ledger.answered(result.assertion)
-        self._check_duplicates(segment, first, batch, result, placed)
+        if unexplained is not None:
+            raise unexplained
 
-    def _check_duplicates(
-        self, segment: str, first: int, batch: _Batch, result: AppendResult, placed: bool
-    ) -> None:
-        """Raises if the store skipped events of ``batch`` that no earlier send can explain.
-
-        Duplicates are explained by a send of this batch whose answer was lost
-        (an earlier flush, or the client's own resend), and, until an append of
-        this writer here was stored (``placed``), by a replay of the writer
-        id's sequence.
-        """
-        explained = len(batch.events) if result.resent or not placed else batch.sent
-        if result.duplicates <= explained:
-            return
-        lost = slice(explained, result.duplicates)
-        numbers = f"{first + explained} to {first + result.duplicates - 1}"
-        msg = (
-            f"the store skipped {result.duplicates - explained} event(s) to {segment!r} "
-            f"(numbers {numbers} of writer {self.writer_id!r}) as duplicates, but this writer "
-            "never sent them before: another writer is using its id; they are not stored"
-        )
-        raise DuplicateEventNumbersError(
-            msg,
-            segment,
-            self.writer_id,
-            first + explained,
-            tuple(batch.events[lost]),
-            tuple(batch.keys[lost]),
-        )
-
-    def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:
+    def _reroute_after_scaling(self, sealed_batch: Batch) -> None:
         """Moves the events of every segment no longer open to the successors owning their keys."""
         self._refresh()
         open_names = {s.segment for s in self._segments}
-        stranded = [sealed_batch] + [
-            self._batches.pop(name) for name in list(self._batches) if name not in open_names
-        ]
-        for batch in stranded:
-            for data, position, key in zip(batch.events, batch.positions, batch.keys, strict=True):
+        for batch in [sealed_batch, *self._batches.take_stranded(open_names)]:
+            for data, position, key in batch.queued():
                 self._queue(data, position, key)
 
     def _refresh(self) -> None:
