@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from bisect import bisect_right
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
@@ -12,6 +11,7 @@ from connector.client.assertion_ledger import AssertionLedger
 from connector.client.batches import Batch, SegmentBatches
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
+from connector.client.segment_router import SegmentRouter
 from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
@@ -142,7 +142,7 @@ class EventWriter(Generic[T]):
             msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
             raise InvalidArgumentError(msg)
         self._client = client
-        self.stream = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
+        stream_id = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
         self._serializer = serializer
         self.writer_id = writer_id or f"writer-{uuid.uuid4()}"
         self._config = config or WriterConfig()
@@ -152,15 +152,18 @@ class EventWriter(Generic[T]):
             self._config.max_batch_bytes,
             self._config.max_batch_events,
         )
-        self._segments: list[SegmentDescription] = []
-        self._lows: list[float] = []
         self._ledger = AssertionLedger(
             numbers_from,
             self._config.max_out_of_orderness_ms,
-            f"writer {self.writer_id!r} on {self.stream}",
+            f"writer {self.writer_id!r} on {stream_id}",
         )
         self._closed = False
-        self._refresh()
+        self._router = SegmentRouter(client, stream_id)
+
+    @property
+    def stream(self) -> StreamId:
+        """The stream this writer writes."""
+        return self._router.stream
 
     def write_event(self, event: T, routing_key: str | None = None) -> None:
         """Queues ``event``; may send a full batch (blocking until durable).
@@ -325,7 +328,7 @@ class EventWriter(Generic[T]):
     # --- internals ------------------------------------------------------------
 
     def _queue(self, data: bytes, position: float, key: str) -> None:
-        segment = self._segments[bisect_right(self._lows, position) - 1].segment
+        segment = self._router.segment_for(position)
         if self._batches.add(segment, data, position, key):  # full
             self._send(segment)
 
@@ -366,16 +369,12 @@ class EventWriter(Generic[T]):
 
     def _reroute_after_scaling(self, sealed_batch: Batch) -> None:
         """Moves the events of every segment no longer open to the successors owning their keys."""
-        self._refresh()
-        open_names = {s.segment for s in self._segments}
-        for batch in [sealed_batch, *self._batches.take_stranded(open_names)]:
+        self._router.refresh()
+        for batch in [sealed_batch, *self._batches.take_stranded(self._router.open_names())]:
             for data, position, key in batch.queued():
                 self._queue(data, position, key)
 
-    def _refresh(self) -> None:
-        description = self._client.describe_stream(self.stream.scope, self.stream.stream)
-        self._segments = list(description.open_segments)
-        if not self._segments:
-            msg = f"stream {str(self.stream)!r} is sealed: it takes no more events"
-            raise TidemarkError(msg)
-        self._lows = [s.key_low for s in self._segments]
+    @property
+    def _segments(self) -> tuple[SegmentDescription, ...]:
+        """The open segments as last described (the router's)."""
+        return self._router.segments
