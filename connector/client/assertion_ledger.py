@@ -227,9 +227,9 @@ class AssertionLedger:
             self._promised = event_time
         return result
 
-    @property
-    def last_answer(self) -> AssertionResult | None:
-        """The store's answer to the latest assertion numbered, once it came."""
+    def answer(self) -> AssertionResult:
+        """The store's answer to the latest assertion numbered (after it was :meth:`answered`)."""
+        assert self._last_answer is not None, "no answer yet"
         return self._last_answer
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Iterator
 
-from connector.errors import DuplicateEventNumbersError
+from connector.errors import DuplicateEventNumbersError, InvalidArgumentError
 from connector.model import AppendResult, Fence
 
 __all__ = ["Batch", "SegmentBatches"]
@@ -54,9 +54,15 @@ class SegmentBatches:
 
     A batch is full at ``max_bytes`` or ``max_events``. ``writer_id`` names
     the writer in errors.
+
+    Raises:
+        InvalidArgumentError: ``numbers_from`` is not an integer >= 0.
     """
 
     def __init__(self, writer_id: str, numbers_from: int, max_bytes: int, max_events: int):
+        if isinstance(numbers_from, bool) or not isinstance(numbers_from, int) or numbers_from < 0:
+            msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
+            raise InvalidArgumentError(msg)
         self._writer_id = writer_id
         self._numbers_from = numbers_from
         self._limits = (max_bytes, max_events)

@@ -1,4 +1,14 @@
-"""The event writer: routes events to segments, batches them, survives scaling, notes time."""
+"""The event writer: routes events to segments, batches them, survives scaling, notes time.
+
+:class:`EventWriter` composes three parts and holds no logic of theirs (as
+Pravega's ``EventStreamWriterImpl`` does): a
+:class:`~connector.client.segment_router.SegmentRouter` (which open segment
+takes an event), :class:`~connector.client.batches.SegmentBatches` (what is
+queued per segment, and its numbers) and an
+:class:`~connector.client.assertion_ledger.AssertionLedger` (what it
+asserted, what is due, what rides on the next append). It sends, and tells
+each part what came back.
+"""
 
 from __future__ import annotations
 
@@ -101,32 +111,31 @@ def _millis(name: str, value: int | timedelta) -> int:
 class EventWriter(Generic[T]):
     """Writes events of one stream.
 
-    Events with the same routing key go to the same segment and are stored in
-    the order written, across scaling: when a segment is found sealed, its
-    unsent events move to the successor that owns their key. Events are
-    durable once :meth:`flush` (or :meth:`close`) returns.
+    Events with the same routing key go to the same segment and are stored
+    in the order written, across scaling: the unsent events of a segment
+    found sealed move to the successor owning their key. Events are durable
+    once :meth:`flush` (or :meth:`close`) returns.
 
-    The writer id names one sequence of events per segment, numbered from 0.
-    A new writer with the id of an old one replays that sequence: events the
-    store already has are skipped, so a retried task never appends twice.
-    A writer id belongs to one writer at a time: once this writer has stored
-    events in a segment, an answer that calls any of its later events there
-    duplicates it never sent before raises :class:`DuplicateEventNumbersError`
-    naming them, never passes for success.
+    The writer id names one sequence of events per segment, numbered from
+    0. A new writer with an old one's id replays it: events the store has
+    already are skipped, so a retried task never appends twice. A writer id
+    belongs to one writer at a time: once this writer stored events in a
+    segment, an answer calling later ones there duplicates it never sent
+    raises :class:`DuplicateEventNumbersError` naming them, never passes.
 
     Event time (seed 002): :meth:`note_time` asserts that every later event
     of this writer has an event time above a time, on every open segment of
     the stream (the store takes, at each position, the least assertion of
     the writers active there); :meth:`mark_idle` takes the writer out of
-    that set until its next assertion, and :meth:`close` marks it idle.
-    Assertions are numbered like events, so a retried one is stored once
-    and a new writer with an old id replays them.
+    that set until it asserts again; :meth:`close` marks it idle.
+    Assertions are numbered like events: a retried one is stored once, and
+    a new writer with an old id replays them.
 
     ``numbers_from`` makes a new incarnation of a writer id instead of a
-    replay: its events in every segment, and its assertions, are numbered
-    from there (above any number an earlier incarnation used), and its first
-    append to each segment announces the numbers below as discarded, so no
-    late copy of an earlier incarnation's batch can be stored after it.
+    replay: its events and assertions are numbered from there (above any
+    number an earlier incarnation used), and its first append to each
+    segment announces the numbers below as discarded, so no late copy of an
+    earlier incarnation's batch can be stored after it.
     """
 
     def __init__(
@@ -138,25 +147,16 @@ class EventWriter(Generic[T]):
         config: WriterConfig | None = None,
         numbers_from: int = 0,
     ):
-        if isinstance(numbers_from, bool) or not isinstance(numbers_from, int) or numbers_from < 0:
-            msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
-            raise InvalidArgumentError(msg)
-        self._client = client
         stream_id = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
-        self._serializer = serializer
         self.writer_id = writer_id or f"writer-{uuid.uuid4()}"
-        self._config = config or WriterConfig()
+        self._client = client
+        self._serializer = serializer
+        self._config = config = config or WriterConfig()
         self._batches = SegmentBatches(
-            self.writer_id,
-            numbers_from,
-            self._config.max_batch_bytes,
-            self._config.max_batch_events,
+            self.writer_id, numbers_from, config.max_batch_bytes, config.max_batch_events
         )
-        self._ledger = AssertionLedger(
-            numbers_from,
-            self._config.max_out_of_orderness_ms,
-            f"writer {self.writer_id!r} on {stream_id}",
-        )
+        who = f"writer {self.writer_id!r} on {stream_id}"
+        self._ledger = AssertionLedger(numbers_from, config.max_out_of_orderness_ms, who)
         self._closed = False
         self._router = SegmentRouter(client, stream_id)
 
@@ -177,11 +177,6 @@ class EventWriter(Generic[T]):
             self._ledger.on_event(assigner.extract_timestamp(event, 0))
         self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
 
-    def _check_open(self) -> None:
-        if self._closed:
-            msg = f"writer {self.writer_id!r} is closed"
-            raise ClosedError(msg)
-
     def flush(self) -> dict[str, int]:
         """Sends every queued event; returns once all are durable.
 
@@ -194,14 +189,14 @@ class EventWriter(Generic[T]):
 
         Raises:
             DuplicateEventNumbersError: the store skipped events of a batch as
-                duplicates that this writer never sent before (another writer
-                has its id); they are not stored, not queued, and named in the
-                error with their payloads. The rest of the batch is stored.
+                duplicates this writer never sent (another writer has its
+                id); they are not stored nor queued, and the error names them
+                with their payloads. The rest of the batch is stored.
             TidemarkError: a batch was not stored. Its events stay queued, in
-                order, and the error says how many and where: call ``flush()``
-                again to retry them (after the store is reachable again, or
-                space was freed), or :meth:`discard_pending` to drop them on
-                purpose. No event is ever dropped without one of the two.
+                order, and the error says how many and where: ``flush()``
+                again retries them (once the store is reachable, or space was
+                freed), :meth:`discard_pending` drops them on purpose. No
+                event is ever dropped without one of the two.
         """
         self._ledger.ride_due()
         self._send_all()
@@ -211,18 +206,16 @@ class EventWriter(Generic[T]):
         """Asserts that every later event of this writer has an event time above ``event_time_ms``.
 
         Flushes first, so the assertion comes after every event written so
-        far, on every open segment of the stream; returns once it is durable.
-        With events queued, it rides on the flush's last append (one call for
-        both, and on the file store one commit, see
-        :class:`~connector.model.Assertion`);
-        without, it is a call of its own, so an idle writer asserts too. Once
-        it returns, the events and the assertion are durable together; if it
-        raises, the assertion is not known to be stored (a later flush sends
-        it again, with its number, when the failure left its fate unknown).
-        The writer joins the
-        stream's set of writers holding its event-time watermark (seed 002),
-        or moves its place in it. ``stored`` is False when the store had this
-        assertion already (a replay of this writer id's sequence).
+        far, on every open segment of the stream; returns once the events and
+        the assertion are durable. With events queued, it rides on the
+        flush's last append (one call for both, on the file store one commit:
+        :class:`~connector.model.Assertion`); without, it goes alone, so an
+        idle writer asserts too. If it raises, the assertion is not known to
+        be stored (a later flush sends it again, with its number, when the
+        failure left its fate unknown). The writer joins the stream's set of
+        writers holding its event-time watermark (seed 002), or moves its
+        place in it. ``stored`` is False when the store had this assertion
+        already (a replay of this writer id's sequence).
 
         Raises:
             InvalidArgumentError: ``event_time_ms`` is below this writer's
@@ -245,44 +238,9 @@ class EventWriter(Generic[T]):
         self._check_open()
         return self._flush_asserting(None)
 
-    def _flush_asserting(self, event_time: int | None) -> AssertionResult:
-        """Flushes with an assertion riding on the last append, or sent on its own after."""
-        self._ledger.ride(event_time)  # supersedes one an earlier flush failed to send
-        self._send_all()
-        answer = self._ledger.last_answer
-        assert answer is not None
-        return answer
-
-    def _send_all(self) -> None:
-        """Sends every queued batch; then an assertion that found none to ride on."""
-        while (segment := self._batches.next_segment()) is not None:
-            self._send(segment)
-        if self._ledger.riding is not None:
-            self._assert_alone()
-
-    def _assert_alone(self) -> None:
-        riding = self._ledger.riding
-        assert riding is not None
-        fences = self._batches.fences()
-        with self._ledger.sending(riding):
-            result = self._client.assert_watermark(
-                self.stream.scope,
-                self.stream.stream,
-                self.writer_id,
-                riding.number,
-                riding.event_time,
-                fences,
-            )
-        if result.stored:
-            self._batches.fenced(fences)
-        self._ledger.answered(result)
-
     @property
     def late_events(self) -> int:
-        """Events written with an event time at or below what this writer had asserted.
-
-        Counted with ``assert_watermarks_from``: stored, and flagged late by readers.
-        """
+        """Events written at or below what it had asserted: stored, and flagged late by readers."""
         return self._ledger.late_events
 
     @property
@@ -293,14 +251,13 @@ class EventWriter(Generic[T]):
     def discard_pending(self) -> int:
         """Drops every queued event; returns how many were dropped.
 
-        An event queued but never sent is simply dropped. An event of a batch
-        whose sending failed has an unknown fate: the store may have stored it
-        though its answer was lost (or may still store a copy of the request
-        that is under way). Dropping it means giving up on knowing: it may
-        already be stored, once, in order. Its event number is never given to
-        another event: the writer's next batch to that segment carries the
-        numbers after it and announces the gap, and once that batch is stored
-        no copy of a dropped one can be stored any more.
+        An event never sent is simply dropped. An event of a batch whose send
+        failed has an unknown fate: the store may have it though its answer
+        was lost (or may still store a copy of a request under way); dropping
+        it gives up on knowing: it may be stored, once, in order. Its number
+        is never given to another event: the next batch to that segment
+        announces the gap, and once that batch is stored no copy of a dropped
+        one can be stored any more.
         """
         return self._batches.discard_pending()
 
@@ -325,37 +282,60 @@ class EventWriter(Generic[T]):
     def __repr__(self) -> str:
         return f"EventWriter(stream={str(self.stream)!r}, writer_id={self.writer_id!r})"
 
-    # --- internals ------------------------------------------------------------
+    # --- composing the parts ----------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = f"writer {self.writer_id!r} is closed"
+            raise ClosedError(msg)
 
     def _queue(self, data: bytes, position: float, key: str) -> None:
         segment = self._router.segment_for(position)
         if self._batches.add(segment, data, position, key):  # full
             self._send(segment)
 
+    def _flush_asserting(self, event_time: int | None) -> AssertionResult:
+        """Flushes with an assertion riding on the last append, or sent on its own after."""
+        self._ledger.ride(event_time)  # supersedes one an earlier flush failed to send
+        self._send_all()
+        return self._ledger.answer()
+
+    def _send_all(self) -> None:
+        """Sends every queued batch; then an assertion that found none to ride on."""
+        while (segment := self._batches.next_segment()) is not None:
+            self._send(segment)
+        riding = self._ledger.riding
+        if riding is None:
+            return
+        fences = self._batches.fences()
+        scope, name = self.stream.scope, self.stream.stream
+        with self._ledger.sending(riding):
+            result = self._client.assert_watermark(
+                scope, name, self.writer_id, riding.number, riding.event_time, fences
+            )
+        if result.stored:
+            self._batches.fenced(fences)
+        self._ledger.answered(result)
+
     def _send(self, segment: str) -> None:
+        """Appends ``segment``'s batch, carrying the assertion when it is the last."""
         batch = self._batches.take(segment)
-        first = self._batches.first_number(segment)
+        first, gap = self._batches.first_number(segment), self._batches.announced(segment)
         riding = self._ledger.riding if self._batches.may_carry_assertion(segment) else None
         try:
             with self._ledger.sending(riding):
                 result = self._client.append(
-                    segment,
-                    self.writer_id,
-                    first,
-                    batch.events,
-                    batch.routing_keys,
-                    discarded_from=self._batches.announced(segment),
-                    assertion=riding,
+                    segment, self.writer_id, first, batch.events, batch.routing_keys, gap, riding
                 )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
             self._reroute_after_scaling(batch)
             return
-        except StoreUnavailableError:
-            self._batches.keep(segment, batch)  # resent by the next flush, with the same numbers
-            raise
         except TidemarkError as error:
-            self._batches.keep(segment, batch)  # kept: dropping it would lose events silently
+            # Kept, to go again with the same numbers: dropping it would lose events silently.
+            self._batches.keep(segment, batch)
+            if isinstance(error, StoreUnavailableError):
+                raise
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
                 "stay queued: flush() retries them, discard_pending() drops them)"
