@@ -194,9 +194,8 @@ class EventWriter(Generic[T]):
                 with their payloads. The rest of the batch is stored.
             TidemarkError: a batch was not stored. Its events stay queued, in
                 order, and the error says how many and where: ``flush()``
-                again retries them (once the store is reachable, or space was
-                freed), :meth:`discard_pending` drops them on purpose. No
-                event is ever dropped without one of the two.
+                retries them (once the store is reachable or space freed);
+                :meth:`discard_pending` drops them. None is dropped otherwise.
         """
         self._ledger.ride_due()
         self._send_all()
@@ -224,7 +223,6 @@ class EventWriter(Generic[T]):
             FailedPreconditionError: the stream is sealed.
             TidemarkError: as :meth:`flush`.
         """
-        self._check_open()
         return self._flush_asserting(event_time_ms)
 
     def mark_idle(self) -> AssertionResult:
@@ -235,8 +233,12 @@ class EventWriter(Generic[T]):
         nobody back: its later events may come after a watermark above their
         event time (readers flag them late).
         """
-        self._check_open()
         return self._flush_asserting(None)
+
+    @property
+    def asserted(self) -> int | None:
+        """The latest assertion's event time, stored or refused alike (None: none yet)."""
+        return self._ledger.asserted
 
     @property
     def late_events(self) -> int:
@@ -251,13 +253,12 @@ class EventWriter(Generic[T]):
     def discard_pending(self) -> int:
         """Drops every queued event; returns how many were dropped.
 
-        An event never sent is simply dropped. An event of a batch whose send
-        failed has an unknown fate: the store may have it though its answer
-        was lost (or may still store a copy of a request under way); dropping
-        it gives up on knowing: it may be stored, once, in order. Its number
-        is never given to another event: the next batch to that segment
-        announces the gap, and once that batch is stored no copy of a dropped
-        one can be stored any more.
+        An event never sent is simply dropped. One of a batch whose send
+        failed has an unknown fate (its answer lost, or a copy still under
+        way): dropping it gives up on knowing; it may be stored, once, in
+        order. Its number is never reused: the next batch to that segment
+        announces the gap, and once that is stored no copy of a dropped one
+        can be stored any more.
         """
         return self._batches.discard_pending()
 
@@ -282,8 +283,6 @@ class EventWriter(Generic[T]):
     def __repr__(self) -> str:
         return f"EventWriter(stream={str(self.stream)!r}, writer_id={self.writer_id!r})"
 
-    # --- composing the parts ----------------------------------------------------
-
     def _check_open(self) -> None:
         if self._closed:
             msg = f"writer {self.writer_id!r} is closed"
@@ -296,6 +295,7 @@ class EventWriter(Generic[T]):
 
     def _flush_asserting(self, event_time: int | None) -> AssertionResult:
         """Flushes with an assertion riding on the last append, or sent on its own after."""
+        self._check_open()
         self._ledger.ride(event_time)  # supersedes one an earlier flush failed to send
         self._send_all()
         return self._ledger.answer()
