@@ -32,7 +32,12 @@ from connector.errors import (
 )
 from connector.model import AssertionResult, SegmentDescription
 from connector.names import StreamId
-from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
+from connector.timestamps import (
+    FieldTimestampAssigner,
+    IngestionTimeAssigner,
+    TimestampAssigner,
+    to_millis,
+)
 
 __all__ = ["EventWriter", "WriterConfig"]
 
@@ -73,7 +78,7 @@ class WriterConfig:
         self.max_batch_bytes = max_batch_bytes
         self.max_batch_events = max_batch_events
         self.assert_watermarks_from = _writer_assigner(assert_watermarks_from)
-        self.max_out_of_orderness_ms = _millis("max_out_of_orderness", max_out_of_orderness)
+        self.max_out_of_orderness_ms = to_millis("max_out_of_orderness", max_out_of_orderness)
 
     def __repr__(self) -> str:
         asserting = (
@@ -98,14 +103,6 @@ def _writer_assigner(given: Any) -> TimestampAssigner[Any] | None:
         )
         raise InvalidArgumentError(msg)
     return given
-
-
-def _millis(name: str, value: int | timedelta) -> int:
-    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
-    if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
-        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
-        raise InvalidArgumentError(msg)
-    return millis
 
 
 class EventWriter(Generic[T]):
