@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from connector.client.connection import StoreClient
-from connector.errors import TidemarkError
+from connector.errors import FailedPreconditionError
 from connector.model import SegmentDescription
 from connector.names import StreamId
 
@@ -22,8 +22,8 @@ class SegmentRouter:
     """Routes positions of the routing-key space to the open segments of ``stream``.
 
     Raises:
-        TidemarkError: (on creation and :meth:`refresh`) the stream is
-            sealed: no segment takes events any more.
+        FailedPreconditionError: (on creation and :meth:`refresh`) the
+            stream is sealed: no segment takes events any more.
     """
 
     def __init__(self, client: StoreClient, stream: StreamId):
@@ -51,7 +51,7 @@ class SegmentRouter:
         description = self._client.describe_stream(self.stream.scope, self.stream.stream)
         if not description.open_segments:
             msg = f"stream {str(self.stream)!r} is sealed: it takes no more events"
-            raise TidemarkError(msg)
+            raise FailedPreconditionError(msg)
         self._segments = description.open_segments
         self._lows = [s.key_low for s in self._segments]
 

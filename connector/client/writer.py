@@ -110,8 +110,9 @@ class EventWriter(Generic[T]):
 
     Events with the same routing key go to the same segment and are stored
     in the order written, across scaling: the unsent events of a segment
-    found sealed move to the successor owning their key. Events are durable
-    once :meth:`flush` (or :meth:`close`) returns.
+    found sealed move to the successor owning their key (a sealed stream
+    raises :class:`FailedPreconditionError`, on creation too). Events are
+    durable once :meth:`flush` (or :meth:`close`) returns.
 
     The writer id names one sequence of events per segment, numbered from
     0. A new writer with an old one's id replays it: events the store has
@@ -124,9 +125,8 @@ class EventWriter(Generic[T]):
     of this writer has an event time above a time, on every open segment of
     the stream (the store takes, at each position, the least assertion of
     the writers active there); :meth:`mark_idle` takes the writer out of
-    that set until it asserts again; :meth:`close` marks it idle.
-    Assertions are numbered like events: a retried one is stored once, and
-    a new writer with an old id replays them.
+    that set until it asserts again; :meth:`close` marks it idle. Assertions
+    are numbered like events: a retried one is stored once; an old id replays them.
 
     ``numbers_from`` makes a new incarnation of a writer id instead of a
     replay: its events and assertions are numbered from there (above any

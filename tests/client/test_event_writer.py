@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connector.client import EventWriter, JsonSerializer, StoreClient
-from connector.errors import InvalidArgumentError
+from connector.errors import FailedPreconditionError, InvalidArgumentError
 from tests.conftest import new_stream_in
 
 
@@ -26,3 +26,17 @@ def test_a_writer_tells_its_latest_assertion_whether_the_store_took_it_or_refuse
     assert second.asserted == 50  # an idle mark is no event time
     second.note_time(150)
     assert second.asserted == 150
+
+
+def test_a_sealed_stream_refuses_a_writer_and_its_events_as_a_failed_precondition(
+    store_client: StoreClient,
+) -> None:
+    """A sealed stream raised a bare TidemarkError, which no caller could tell from a failure."""
+    stream = new_stream_in(store_client)
+    writer = EventWriter(store_client, stream, JsonSerializer())
+    writer.write_event({"n": 1})
+    store_client.seal_stream(*stream.split("/"))
+    with pytest.raises(FailedPreconditionError, match=f"stream {stream!r} is sealed"):
+        writer.flush()
+    with pytest.raises(FailedPreconditionError, match=f"stream {stream!r} is sealed"):
+        EventWriter(store_client, stream, JsonSerializer())
