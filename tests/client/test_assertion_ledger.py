@@ -25,6 +25,14 @@ def ledger(numbers_from: int = 0, bound_ms: int = 0) -> AssertionLedger:
     return AssertionLedger(numbers_from, bound_ms, "writer 'w' on s/t")
 
 
+def stored_at(event_time: int) -> AssertionLedger:
+    """A ledger whose first assertion, of ``event_time`` (number 0), the store stored."""
+    book = ledger()
+    book.ride(event_time)
+    send(book)
+    return book
+
+
 def send(book: AssertionLedger, result: AssertionResult = STORED) -> AssertionResult:
     """The waiting assertion goes out and the store answers ``result``."""
     with book.sending(book.riding):
@@ -111,9 +119,7 @@ def test_a_waiting_assertion_goes_before_a_new_due_one():
 
 
 def test_a_lost_answer_keeps_the_assertion_waiting_and_its_duplicate_answer_is_its_own():
-    book = ledger()
-    book.ride(5)
-    send(book)
+    book = stored_at(5)
     book.ride(6)
     fail(book, StoreUnavailableError("answer lost"))
     assert book.riding == Assertion(1, 6)
@@ -122,9 +128,7 @@ def test_a_lost_answer_keeps_the_assertion_waiting_and_its_duplicate_answer_is_i
 
 
 def test_a_duplicate_answer_no_send_explains_means_another_writer_has_the_id():
-    book = ledger()
-    book.ride(5)
-    send(book)
+    book = stored_at(5)
     book.ride(6)
     with pytest.raises(FailedPreconditionError, match="assertion of 6 number 1 of writer 'w'"):
         send(book, DUPLICATE)
@@ -141,9 +145,7 @@ def test_before_anything_was_stored_a_duplicate_is_a_replay_of_the_writer_id():
 
 
 def test_a_refusal_drops_the_assertion_and_changes_no_promise():
-    book = ledger()
-    book.ride(5)
-    send(book)
+    book = stored_at(5)
     book.ride(3)
     fail(book, InvalidArgumentError("below 5"))
     assert (book.riding, book.promised, book.asserted) == (None, 5, 3)
@@ -152,9 +154,7 @@ def test_a_refusal_drops_the_assertion_and_changes_no_promise():
 
 
 def test_a_sealed_segment_refuses_the_append_and_the_assertion_rides_on_the_next_unsent():
-    book = ledger()
-    book.ride(5)
-    send(book)
+    book = stored_at(5)
     book.ride(6)
     fail(book, SegmentSealedError("sealed", "s/t/0", ()))
     assert book.riding == Assertion(1, 6)
