@@ -1,4 +1,4 @@
-"""Time in the core, in epoch milliseconds: timestamp assigners, and durations as ms.
+"""Time in the core, in epoch milliseconds: timestamp assigners, durations, the end of time.
 
 The assigners' protocol matches Flink's ``TimestampAssigner.extract_timestamp(value,
 record_timestamp)``; here the record timestamp is the event's ingestion time.
@@ -15,6 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from connector.errors import InvalidArgumentError
 
 __all__ = [
+    "END_OF_TIME",
     "CallableTimestampAssigner",
     "FieldTimestampAssigner",
     "IngestionTimeAssigner",
@@ -22,6 +23,9 @@ __all__ = [
     "assigner_from_path",
     "to_millis",
 ]
+
+#: The watermark of a group with no unfinished segment: nothing more will come.
+END_OF_TIME = 2**63 - 1
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)

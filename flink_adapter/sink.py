@@ -69,8 +69,8 @@ from connector.client import BytesSerializer, EventWriter, StoreClient
 from connector.client.connection import parse_uri
 from connector.errors import InvalidArgumentError
 from connector.names import StreamId
-from connector.reader.events import END_OF_TIME
 from connector.security.credentials import ClientCredentials, split_uri
+from connector.timestamps import END_OF_TIME
 from flink_adapter.python_mode import THREAD, mode_of, subtask_of
 from flink_adapter.store_thread import StoreThread
 

@@ -8,14 +8,11 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector.errors import InvalidArgumentError
-from connector.timestamps import IngestionTimeAssigner, TimestampAssigner, to_millis
+from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner, to_millis
 
 __all__ = ["END_OF_TIME", "EventRead", "Position", "ReaderConfig", "TimeDomain", "to_millis"]
 
 T = TypeVar("T")
-
-#: The watermark of a group with no unfinished segment: nothing more will come.
-END_OF_TIME = 2**63 - 1
 
 
 class TimeDomain(enum.Enum):
