@@ -116,8 +116,10 @@ class AssertionLedger:
         """The event time of the latest assertion numbered, whatever came of it (None: none yet).
 
         Stored, refused (for instance as below an earlier incarnation's), or
-        of unknown fate (it goes again): asserting it again or lower would
-        change nothing.
+        of unknown fate (the next flush sends it again). A caller following a
+        rising watermark (the Flink sink) asserts only above it: one at or
+        below it was taken, refused, or is on its way (unless the writer was
+        marked idle since).
         """
         return self._asserted
 
