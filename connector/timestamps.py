@@ -1,25 +1,31 @@
-"""Timestamp assigners: the event time of each event, in epoch milliseconds.
+"""Time in the core, in epoch milliseconds: timestamp assigners, durations, the end of time.
 
-The protocol matches Flink's ``TimestampAssigner.extract_timestamp(value,
+The assigners' protocol matches Flink's ``TimestampAssigner.extract_timestamp(value,
 record_timestamp)``; here the record timestamp is the event's ingestion time.
+:func:`to_millis` takes a duration given as a timedelta or a number of ms.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from connector.errors import InvalidArgumentError
 
 __all__ = [
+    "END_OF_TIME",
     "CallableTimestampAssigner",
     "FieldTimestampAssigner",
     "IngestionTimeAssigner",
     "TimestampAssigner",
     "assigner_from_path",
+    "to_millis",
 ]
+
+#: The watermark of a group with no unfinished segment: nothing more will come.
+END_OF_TIME = 2**63 - 1
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -49,6 +55,15 @@ class IngestionTimeAssigner:
 
     def __repr__(self) -> str:
         return "IngestionTimeAssigner()"
+
+
+def to_millis(name: str, value: int | float | timedelta) -> int:
+    """Milliseconds of a timedelta or a number of ms; raises naming ``name`` when negative."""
+    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
+    if isinstance(millis, bool) or not isinstance(millis, (int, float)) or millis < 0:
+        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
+        raise InvalidArgumentError(msg)
+    return int(millis)
 
 
 def _as_millis(value: Any, source: str) -> int:

@@ -69,8 +69,8 @@ from connector.client import BytesSerializer, EventWriter, StoreClient
 from connector.client.connection import parse_uri
 from connector.errors import InvalidArgumentError
 from connector.names import StreamId
-from connector.reader.events import END_OF_TIME
 from connector.security.credentials import ClientCredentials, split_uri
+from connector.timestamps import END_OF_TIME
 from flink_adapter.python_mode import THREAD, mode_of, subtask_of
 from flink_adapter.store_thread import StoreThread
 
@@ -161,7 +161,6 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
         )
         self._encode = _encoder(settings.serialization)
         self._thread_mode = mode_of(runtime_context) == THREAD
-        self._asserted: int | None = None
 
     def process_element(
         self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
@@ -195,11 +194,12 @@ class StoreWriterFunction(KeyedBroadcastProcessFunction):
         return int(ctx.current_watermark())
 
     def _follow(self, watermark: int) -> None:
+        """Asserts ``watermark`` when it rose above the writer's latest assertion."""
         if not 0 <= watermark < END_OF_TIME:
             return  # none yet, or the end of a bounded job (closing marks the writer idle)
-        if self._asserted is not None and watermark <= self._asserted:
+        asserted = self._writer.asserted  # stored, or refused: asserting it again changes nothing
+        if asserted is not None and watermark <= asserted:
             return
-        self._asserted = watermark
         try:
             self._store.call(self._writer.note_time, watermark)
         except InvalidArgumentError as refused:

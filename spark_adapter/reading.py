@@ -7,7 +7,7 @@ its progress) leads with ``streams``: per stream, how many events
 (``eventsBehindTail``) and how much ingestion time (``msBehindTail``) lie
 between where the query has planned to and the streams' tails, counted by
 the rule of the store's reader-group lag
-(:func:`connector.reader.lag.state_lag`); the frontier follows, and is all
+(:func:`connector.groups.lag.state_lag`); the frontier follows, and is all
 a restart reads back. With ``readerGroup`` the driver also publishes each
 position the query has processed as that reader group, so the store's
 metrics show the query's lag. Each task reads its
@@ -32,8 +32,8 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 from pyspark.sql.types import StructType
 
 from connector.errors import TidemarkError
+from connector.groups.lag import state_lag
 from connector.reader.group import ReaderGroupManager
-from connector.reader.lag import state_lag
 from connector.reader.source import (
     EventColumns,
     Frontier,

@@ -4,6 +4,8 @@
   (``connector``, ``spark_adapter``, ``flink_adapter``), read from the source
   with :mod:`ast` (imports inside functions and ``TYPE_CHECKING`` blocks
   included); a module's implicit import of its parent package is not an edge.
+- :func:`climbs`: the import paths from one set of packages to another
+  (what a lower layer reaches of a higher one).
 - :func:`call_path`: what a call does across the core and an adapter, seen
   with :func:`sys.setprofile`: the core functions the adapter's own frames
   call, and any adapter function called while a core frame is running.
@@ -15,6 +17,7 @@ import ast
 import pathlib
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
@@ -103,6 +106,42 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     finally:
         sys.setrecursionlimit(limit)
     return found
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def climbs(
+    graph: dict[str, set[str]], lower: tuple[str, ...], upper: tuple[str, ...]
+) -> list[list[str]]:
+    """The import paths from modules of packages ``lower`` to modules of packages ``upper``.
+
+    The shortest path to each ``upper`` module reached, through any module
+    in between (breadth first from every ``lower`` module at once), sorted;
+    empty when ``lower`` reaches nothing of ``upper``.
+    """
+    came_from: dict[str, str | None] = {m: None for m in sorted(graph) if _within(m, lower)}
+    queue = deque(came_from)
+    reached = []
+    while queue:
+        module = queue.popleft()
+        if _within(module, upper):
+            reached.append(module)
+            continue
+        for target in sorted(graph.get(module, ())):
+            if target not in came_from:
+                came_from[target] = module
+                queue.append(target)
+    paths = []
+    for module in reached:
+        path: list[str] = []
+        step: str | None = module
+        while step is not None:
+            path.append(step)
+            step = came_from[step]
+        paths.append(path[::-1])
+    return sorted(paths)
 
 
 @dataclass

@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from connector.cli.watermarks import WatermarkReport, watermarks  # noqa: E402
 from connector.client import StoreClient  # noqa: E402
 from connector.names import StreamId  # noqa: E402
-from connector.reader.events import END_OF_TIME  # noqa: E402
+from connector.timestamps import END_OF_TIME  # noqa: E402
 
 __all__ = ["Line", "Picture", "picture", "plot", "sample"]
 

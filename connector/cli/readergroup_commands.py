@@ -9,9 +9,9 @@ from connector.cli.params import SCOPED_NAME
 from connector.cli.scope_commands import names_shown
 from connector.cli.watermark_commands import watermark_text
 from connector.errors import AlreadyExistsError, NotFoundError
+from connector.groups.lag import group_lag
+from connector.groups.state import group_watermark
 from connector.reader.group import ReaderGroupManager
-from connector.reader.group_state import group_watermark
-from connector.reader.lag import group_lag
 
 __all__ = ["readergroup"]
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from connector.client import StoreClient
 from connector.framing import iter_frames
+from connector.groups.state import stream_cut
 from connector.names import StreamId
-from connector.reader.group_state import stream_cut
 from connector.reader.source.cuts import start_state
 
 __all__ = ["EventSeen", "WatermarkSeen", "tail"]

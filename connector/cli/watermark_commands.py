@@ -9,7 +9,7 @@ from connector.cli.params import STREAM_NAME
 from connector.cli.watermarks import WatermarkReport, watermarks
 from connector.clock import utc_text
 from connector.names import StreamId
-from connector.reader.events import END_OF_TIME
+from connector.timestamps import END_OF_TIME
 
 __all__ = ["watermark_text", "watermarks_command"]
 

@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from connector.client import StoreClient
+from connector.groups.record import GroupRecord
+from connector.groups.state import NO_WRITER, group_event_time, group_watermark
 from connector.names import StreamId
 from connector.reader.group import ReaderGroupManager
-from connector.reader.group_state import NO_WRITER, group_event_time, group_watermark
-from connector.reader.membership import GroupRecord
 
 __all__ = [
     "GroupWatermark",

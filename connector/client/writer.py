@@ -1,34 +1,43 @@
-"""The event writer: routes events to segments, batches them, survives scaling, notes time."""
+"""The event writer: routes events to segments, batches them, survives scaling, notes time.
+
+:class:`EventWriter` composes three parts and holds no logic of theirs (as
+Pravega's ``EventStreamWriterImpl`` does): a
+:class:`~connector.client.segment_router.SegmentRouter` (which open segment
+takes an event), :class:`~connector.client.batches.SegmentBatches` (what is
+queued per segment, and its numbers) and an
+:class:`~connector.client.assertion_ledger.AssertionLedger` (what it
+asserted, what is due, what rides on the next append). It sends, and tells
+each part what came back.
+"""
 
 from __future__ import annotations
 
 import uuid
-from bisect import bisect_right
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.client.assertion_ledger import AssertionLedger
+from connector.client.batches import Batch, SegmentBatches
 from connector.client.connection import StoreClient
 from connector.client.routing import key_position
+from connector.client.segment_router import SegmentRouter
 from connector.client.serializers import Serializer
 from connector.errors import (
     ClosedError,
-    DuplicateEventNumbersError,
-    FailedPreconditionError,
     InvalidArgumentError,
     SegmentSealedError,
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import (
-    AppendResult,
-    Assertion,
-    AssertionResult,
-    Fence,
-    SegmentDescription,
-)
+from connector.model import AssertionResult, SegmentDescription
 from connector.names import StreamId
-from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner, TimestampAssigner
+from connector.timestamps import (
+    FieldTimestampAssigner,
+    IngestionTimeAssigner,
+    TimestampAssigner,
+    to_millis,
+)
 
 __all__ = ["EventWriter", "WriterConfig"]
 
@@ -69,7 +78,7 @@ class WriterConfig:
         self.max_batch_bytes = max_batch_bytes
         self.max_batch_events = max_batch_events
         self.assert_watermarks_from = _writer_assigner(assert_watermarks_from)
-        self.max_out_of_orderness_ms = _millis("max_out_of_orderness", max_out_of_orderness)
+        self.max_out_of_orderness_ms = to_millis("max_out_of_orderness", max_out_of_orderness)
 
     def __repr__(self) -> str:
         asserting = (
@@ -96,56 +105,34 @@ def _writer_assigner(given: Any) -> TimestampAssigner[Any] | None:
     return given
 
 
-def _millis(name: str, value: int | timedelta) -> int:
-    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
-    if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
-        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
-        raise InvalidArgumentError(msg)
-    return millis
-
-
-class _Batch:
-    """A segment's queued events; ``sent`` of them went out in a call whose fate is unknown."""
-
-    __slots__ = ("events", "keys", "positions", "sent", "size")
-
-    def __init__(self) -> None:
-        self.events: list[bytes] = []
-        self.positions: list[float] = []
-        self.keys: list[str] = []
-        self.size = 0
-        self.sent = 0
-
-
 class EventWriter(Generic[T]):
     """Writes events of one stream.
 
-    Events with the same routing key go to the same segment and are stored in
-    the order written, across scaling: when a segment is found sealed, its
-    unsent events move to the successor that owns their key. Events are
+    Events with the same routing key go to the same segment and are stored
+    in the order written, across scaling: the unsent events of a segment
+    found sealed move to the successor owning their key (a sealed stream
+    raises :class:`FailedPreconditionError`, on creation too). Events are
     durable once :meth:`flush` (or :meth:`close`) returns.
 
-    The writer id names one sequence of events per segment, numbered from 0.
-    A new writer with the id of an old one replays that sequence: events the
-    store already has are skipped, so a retried task never appends twice.
-    A writer id belongs to one writer at a time: once this writer has stored
-    events in a segment, an answer that calls any of its later events there
-    duplicates it never sent before raises :class:`DuplicateEventNumbersError`
-    naming them, never passes for success.
+    The writer id names one sequence of events per segment, numbered from
+    0. A new writer with an old one's id replays it: events the store has
+    already are skipped, so a retried task never appends twice. A writer id
+    belongs to one writer at a time: once this writer stored events in a
+    segment, an answer calling later ones there duplicates it never sent
+    raises :class:`DuplicateEventNumbersError` naming them, never passes.
 
     Event time (seed 002): :meth:`note_time` asserts that every later event
     of this writer has an event time above a time, on every open segment of
     the stream (the store takes, at each position, the least assertion of
     the writers active there); :meth:`mark_idle` takes the writer out of
-    that set until its next assertion, and :meth:`close` marks it idle.
-    Assertions are numbered like events, so a retried one is stored once
-    and a new writer with an old id replays them.
+    that set until it asserts again; :meth:`close` marks it idle. Assertions
+    are numbered like events: a retried one is stored once; an old id replays them.
 
     ``numbers_from`` makes a new incarnation of a writer id instead of a
-    replay: its events in every segment, and its assertions, are numbered
-    from there (above any number an earlier incarnation used), and its first
-    append to each segment announces the numbers below as discarded, so no
-    late copy of an earlier incarnation's batch can be stored after it.
+    replay: its events and assertions are numbered from there (above any
+    number an earlier incarnation used), and its first append to each
+    segment announces the numbers below as discarded, so no late copy of an
+    earlier incarnation's batch can be stored after it.
     """
 
     def __init__(
@@ -157,43 +144,23 @@ class EventWriter(Generic[T]):
         config: WriterConfig | None = None,
         numbers_from: int = 0,
     ):
-        if isinstance(numbers_from, bool) or not isinstance(numbers_from, int) or numbers_from < 0:
-            msg = f"numbers_from must be an integer >= 0, got {numbers_from!r}"
-            raise InvalidArgumentError(msg)
-        self._numbers_from = numbers_from
-        self._client = client
-        self.stream = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
-        self._serializer = serializer
+        stream_id = stream if isinstance(stream, StreamId) else StreamId.parse(stream)
         self.writer_id = writer_id or f"writer-{uuid.uuid4()}"
-        self._config = config or WriterConfig()
-        self._batches: dict[str, _Batch] = {}
-        self._next_number: dict[str, int] = {}
-        # Per segment: the first number of events discarded without knowing whether they
-        # were stored, until an append announcing the gap is stored.
-        self._discarded_from: dict[str, int] = {}
-        # Segments where an answer placed this writer's sequence (events appended): from
-        # then on, only events sent before may come back as duplicates.
-        self._placed: set[str] = set()
-        self._segments: list[SegmentDescription] = []
-        self._lows: list[float] = []
-        self._stored_times: dict[str, int] = {}
-        # Event time: the number of the next assertion, the latest asserted, membership.
-        self._assertion_number = numbers_from
-        # An assertion waiting to be sent (on a flush's last append, or alone); whether it
-        # went out in a call whose fate is unknown (the store may hold it: then a duplicate
-        # answer is this writer's own); the answer to the last one sent.
-        self._riding: Assertion | None = None
-        self._riding_sent = False
-        self._ridden: AssertionResult | None = None
-        self._asserted: int | None = None
-        self._member = False
-        self._assertion_placed = False
-        self._max_event_time: int | None = None
-        #: Events written with an event time at or below what this writer had asserted
-        #: (with ``assert_watermarks_from``): stored, and flagged late by readers.
-        self.late_events = 0
+        self._client = client
+        self._serializer = serializer
+        self._config = config = config or WriterConfig()
+        self._batches = SegmentBatches(
+            self.writer_id, numbers_from, config.max_batch_bytes, config.max_batch_events
+        )
+        who = f"writer {self.writer_id!r} on {stream_id}"
+        self._ledger = AssertionLedger(numbers_from, config.max_out_of_orderness_ms, who)
         self._closed = False
-        self._refresh()
+        self._router = SegmentRouter(client, stream_id)
+
+    @property
+    def stream(self) -> StreamId:
+        """The stream this writer writes."""
+        return self._router.stream
 
     def write_event(self, event: T, routing_key: str | None = None) -> None:
         """Queues ``event``; may send a full batch (blocking until durable).
@@ -204,17 +171,8 @@ class EventWriter(Generic[T]):
         self._check_open()
         assigner = self._config.assert_watermarks_from
         if assigner is not None:
-            event_time = assigner.extract_timestamp(event, 0)
-            if self._asserted is not None and event_time <= self._asserted:
-                self.late_events += 1
-            if self._max_event_time is None or event_time > self._max_event_time:
-                self._max_event_time = event_time
+            self._ledger.on_event(assigner.extract_timestamp(event, 0))
         self._queue(self._serializer.serialize(event), key_position(routing_key), routing_key or "")
-
-    def _check_open(self) -> None:
-        if self._closed:
-            msg = f"writer {self.writer_id!r} is closed"
-            raise ClosedError(msg)
 
     def flush(self) -> dict[str, int]:
         """Sends every queued event; returns once all are durable.
@@ -228,38 +186,32 @@ class EventWriter(Generic[T]):
 
         Raises:
             DuplicateEventNumbersError: the store skipped events of a batch as
-                duplicates that this writer never sent before (another writer
-                has its id); they are not stored, not queued, and named in the
-                error with their payloads. The rest of the batch is stored.
+                duplicates this writer never sent (another writer has its
+                id); they are not stored nor queued, and the error names them
+                with their payloads. The rest of the batch is stored.
             TidemarkError: a batch was not stored. Its events stay queued, in
-                order, and the error says how many and where: call ``flush()``
-                again to retry them (after the store is reachable again, or
-                space was freed), or :meth:`discard_pending` to drop them on
-                purpose. No event is ever dropped without one of the two.
+                order, and the error says how many and where: ``flush()``
+                retries them (once the store is reachable or space freed);
+                :meth:`discard_pending` drops them. None is dropped otherwise.
         """
-        due = self._due_from_events()
-        if due is not None and self._riding is None:
-            self._ride(due)
+        self._ledger.ride_due()
         self._send_all()
-        stored, self._stored_times = self._stored_times, {}
-        return stored
+        return self._batches.stored_times()
 
     def note_time(self, event_time_ms: int) -> AssertionResult:
         """Asserts that every later event of this writer has an event time above ``event_time_ms``.
 
         Flushes first, so the assertion comes after every event written so
-        far, on every open segment of the stream; returns once it is durable.
-        With events queued, it rides on the flush's last append (one call for
-        both, and on the file store one commit, see
-        :class:`~connector.model.Assertion`);
-        without, it is a call of its own, so an idle writer asserts too. Once
-        it returns, the events and the assertion are durable together; if it
-        raises, the assertion is not known to be stored (a later flush sends
-        it again, with its number, when the failure left its fate unknown).
-        The writer joins the
-        stream's set of writers holding its event-time watermark (seed 002),
-        or moves its place in it. ``stored`` is False when the store had this
-        assertion already (a replay of this writer id's sequence).
+        far, on every open segment of the stream; returns once the events and
+        the assertion are durable. With events queued, it rides on the
+        flush's last append (one call for both, on the file store one commit:
+        :class:`~connector.model.Assertion`); without, it goes alone, so an
+        idle writer asserts too. If it raises, the assertion is not known to
+        be stored (a later flush sends it again, with its number, when the
+        failure left its fate unknown). The writer joins the stream's set of
+        writers holding its event-time watermark (seed 002), or moves its
+        place in it. ``stored`` is False when the store had this assertion
+        already (a replay of this writer id's sequence).
 
         Raises:
             InvalidArgumentError: ``event_time_ms`` is below this writer's
@@ -268,7 +220,6 @@ class EventWriter(Generic[T]):
             FailedPreconditionError: the stream is sealed.
             TidemarkError: as :meth:`flush`.
         """
-        self._check_open()
         return self._flush_asserting(event_time_ms)
 
     def mark_idle(self) -> AssertionResult:
@@ -279,129 +230,34 @@ class EventWriter(Generic[T]):
         nobody back: its later events may come after a watermark above their
         event time (readers flag them late).
         """
-        self._check_open()
         return self._flush_asserting(None)
 
-    def _flush_asserting(self, event_time: int | None) -> AssertionResult:
-        """Flushes with an assertion riding on the last append, or sent on its own after."""
-        self._riding = None  # one riding from an earlier flush that failed is superseded
-        self._ride(event_time)
-        self._send_all()
-        if self._riding is not None:  # nothing left to ride on
-            return self._assert_alone()
-        assert self._ridden is not None
-        return self._ridden
+    @property
+    def asserted(self) -> int | None:
+        """The latest assertion's event time, stored or refused alike (None: none yet)."""
+        return self._ledger.asserted
 
-    def _due_from_events(self) -> int | None:
-        """With ``assert_watermarks_from``: the least event time still accepted, less 1, if due."""
-        if self._config.assert_watermarks_from is None or self._max_event_time is None:
-            return None
-        candidate = self._max_event_time - self._config.max_out_of_orderness_ms - 1
-        if (
-            self._asserted is None
-            or candidate > self._asserted
-            or (candidate == self._asserted and not self._member)
-        ):
-            return candidate
-        return None
-
-    def _ride(self, event_time: int | None) -> None:
-        """Numbers an assertion to send with the next flush (on its last append, or alone)."""
-        number = self._assertion_number
-        # A number is never reused: an attempt whose fate is unknown may be stored.
-        self._assertion_number += 1
-        self._riding = Assertion(number, event_time)
-        self._riding_sent = False
-        self._ridden = None
-
-    def _send_all(self) -> None:
-        """Sends every queued batch; then an assertion that found none to ride on."""
-        while self._batches:
-            segment = next(iter(self._batches))
-            self._send(segment)
-        if self._riding is not None and not self._batches:
-            self._assert_alone()
-
-    def _assert_alone(self) -> AssertionResult:
-        riding = self._riding
-        assert riding is not None
-        fences = {
-            segment: Fence(discarded_from, self._first_number(segment))
-            for segment, discarded_from in self._discarded_from.items()
-        }
-        try:
-            result = self._client.assert_watermark(
-                self.stream.scope,
-                self.stream.stream,
-                self.writer_id,
-                riding.number,
-                riding.event_time,
-                fences,
-            )
-        except StoreUnavailableError:
-            self._riding_sent = True  # its fate is unknown: sent again, with its number
-            raise
-        except TidemarkError:
-            self._riding = None  # refused: nothing was stored
-            raise
-        if result.stored:
-            for segment in fences:
-                self._discarded_from.pop(segment, None)
-        self._answered(riding, result)
-        return result
-
-    def _answered(self, riding: Assertion, result: AssertionResult) -> None:
-        """Notes the store's answer to an assertion (alone or riding).
-
-        Raises:
-            FailedPreconditionError: the store had the assertion's number,
-                and no earlier send of this writer can explain it.
-        """
-        sent_before = self._riding_sent
-        self._riding = None
-        self._riding_sent = False
-        self._ridden = result
-        if result.stored:
-            self._assertion_placed = True
-        elif not (result.resent or sent_before) and self._assertion_placed:
-            event_time = riding.event_time
-            what = "idle mark" if event_time is None else f"assertion of {event_time}"
-            msg = (
-                f"the store took {what} number {riding.number} of writer {self.writer_id!r} on "
-                f"{self.stream} as a duplicate, but this writer never sent it before: another "
-                "writer is using its id"
-            )
-            raise FailedPreconditionError(msg)
-        self._member = riding.event_time is not None
-        if riding.event_time is not None:
-            self._asserted = riding.event_time
+    @property
+    def late_events(self) -> int:
+        """Events written at or below what it had asserted: stored, and flagged late by readers."""
+        return self._ledger.late_events
 
     @property
     def pending_events(self) -> int:
         """How many written events are queued and not yet stored."""
-        return sum(len(batch.events) for batch in self._batches.values())
+        return self._batches.pending_events
 
     def discard_pending(self) -> int:
         """Drops every queued event; returns how many were dropped.
 
-        An event queued but never sent is simply dropped. An event of a batch
-        whose sending failed has an unknown fate: the store may have stored it
-        though its answer was lost (or may still store a copy of the request
-        that is under way). Dropping it means giving up on knowing: it may
-        already be stored, once, in order. Its event number is never given to
-        another event: the writer's next batch to that segment carries the
-        numbers after it and announces the gap, and once that batch is stored
-        no copy of a dropped one can be stored any more.
+        An event never sent is simply dropped. One of a batch whose send
+        failed has an unknown fate (its answer lost, or a copy still under
+        way): dropping it gives up on knowing; it may be stored, once, in
+        order. Its number is never reused: the next batch to that segment
+        announces the gap, and once that is stored no copy of a dropped one
+        can be stored any more.
         """
-        dropped = self.pending_events
-        for segment, batch in self._batches.items():
-            if batch.sent:
-                first = self._first_number(segment)
-                announced = self._announced(segment)
-                self._discarded_from[segment] = first if announced is None else announced
-                self._next_number[segment] = first + len(batch.events)
-        self._batches.clear()
-        return dropped
+        return self._batches.discard_pending()
 
     def close(self) -> None:
         """Flushes, marks the writer idle if it asserted event time, and closes.
@@ -409,7 +265,7 @@ class EventWriter(Generic[T]):
         Closing twice is harmless.
         """
         if not self._closed:
-            if self._member:
+            if self._ledger.member:
                 self._flush_asserting(None)
             else:
                 self.flush()
@@ -424,125 +280,78 @@ class EventWriter(Generic[T]):
     def __repr__(self) -> str:
         return f"EventWriter(stream={str(self.stream)!r}, writer_id={self.writer_id!r})"
 
-    # --- internals ------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = f"writer {self.writer_id!r} is closed"
+            raise ClosedError(msg)
 
     def _queue(self, data: bytes, position: float, key: str) -> None:
-        segment = self._segments[bisect_right(self._lows, position) - 1].segment
-        batch = self._batches.get(segment)
-        if batch is None:
-            batch = self._batches[segment] = _Batch()
-        batch.events.append(data)
-        batch.positions.append(position)
-        batch.keys.append(key)
-        batch.size += len(data)
-        config = self._config
-        if batch.size >= config.max_batch_bytes or len(batch.events) >= config.max_batch_events:
+        segment = self._router.segment_for(position)
+        if self._batches.add(segment, data, position, key):  # full
             self._send(segment)
 
-    def _first_number(self, segment: str) -> int:
-        """The number of this writer's next event in ``segment``."""
-        return self._next_number.get(segment, self._numbers_from)
+    def _flush_asserting(self, event_time: int | None) -> AssertionResult:
+        """Flushes with an assertion riding on the last append, or sent on its own after."""
+        self._check_open()
+        self._ledger.ride(event_time)  # supersedes one an earlier flush failed to send
+        self._send_all()
+        return self._ledger.answer()
 
-    def _announced(self, segment: str) -> int | None:
-        """The gap the next append to ``segment`` announces (``discarded_from``), if any."""
-        gap = self._discarded_from.get(segment)
-        if gap is None and self._numbers_from and segment not in self._next_number:
-            return 0  # a new incarnation: the numbers below numbers_from are not this writer's
-        return gap
+    def _send_all(self) -> None:
+        """Sends every queued batch; then an assertion that found none to ride on."""
+        while (segment := self._batches.next_segment()) is not None:
+            self._send(segment)
+        riding = self._ledger.riding
+        if riding is None:
+            return
+        fences = self._batches.fences()
+        scope, name = self.stream.scope, self.stream.stream
+        with self._ledger.sending(riding):
+            result = self._client.assert_watermark(
+                scope, name, self.writer_id, riding.number, riding.event_time, fences
+            )
+        if result.stored:
+            self._batches.fenced(fences)
+        self._ledger.answered(result)
 
     def _send(self, segment: str) -> None:
-        batch = self._batches.pop(segment)
-        first = self._first_number(segment)
-        # An assertion rides on the last batch of a flush, unless it must carry fences for
-        # other segments (this append's own gap announcement fences its segment first).
-        fenced_elsewhere = any(s != segment for s in self._discarded_from)
-        riding = self._riding if not self._batches and not fenced_elsewhere else None
+        """Appends ``segment``'s batch, carrying the assertion when it is the last."""
+        batch = self._batches.take(segment)
+        first, gap = self._batches.first_number(segment), self._batches.announced(segment)
+        riding = self._ledger.riding if self._batches.may_carry_assertion(segment) else None
         try:
-            keys = batch.keys if any(batch.keys) else None
-            result = self._client.append(
-                segment,
-                self.writer_id,
-                first,
-                batch.events,
-                keys,
-                discarded_from=self._announced(segment),
-                assertion=riding,
-            )
+            with self._ledger.sending(riding):
+                result = self._client.append(
+                    segment, self.writer_id, first, batch.events, batch.routing_keys, gap, riding
+                )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
             self._reroute_after_scaling(batch)
             return
-        except StoreUnavailableError:
-            batch.sent = len(batch.events)
-            self._batches[segment] = batch  # resent by the next flush, with the same numbers
-            if riding is not None:
-                self._riding_sent = True  # resent too, riding again or alone
-            raise
         except TidemarkError as error:
-            # A send of an earlier try may still be on its way, so its fate is unknown too.
-            batch.sent = len(batch.events)
-            self._batches[segment] = batch  # kept: dropping it would lose events silently
-            if riding is not None:
-                self._riding = None  # refused whole: the assertion too (the next flush is plain)
+            # Kept, to go again with the same numbers: dropping it would lose events silently.
+            self._batches.keep(segment, batch)
+            if isinstance(error, StoreUnavailableError):
+                raise
             msg = (
                 f"{error} ({len(batch.events)} event(s) to {segment!r} were not stored and "
                 "stay queued: flush() retries them, discard_pending() drops them)"
             )
             raise type(error)(msg) from error
-        self._next_number[segment] = first + len(batch.events)
-        self._discarded_from.pop(segment, None)
-        placed = segment in self._placed
-        if result.appended:
-            self._stored_times[segment] = result.ingestion_time
-            self._placed.add(segment)
+        unexplained = self._batches.stored(segment, first, batch, result)
         if riding is not None and result.assertion is not None:
-            self._answered(riding, result.assertion)
-        self._check_duplicates(segment, first, batch, result, placed)
+            self._ledger.answered(result.assertion)
+        if unexplained is not None:
+            raise unexplained
 
-    def _check_duplicates(
-        self, segment: str, first: int, batch: _Batch, result: AppendResult, placed: bool
-    ) -> None:
-        """Raises if the store skipped events of ``batch`` that no earlier send can explain.
-
-        Duplicates are explained by a send of this batch whose answer was lost
-        (an earlier flush, or the client's own resend), and, until an append of
-        this writer here was stored (``placed``), by a replay of the writer
-        id's sequence.
-        """
-        explained = len(batch.events) if result.resent or not placed else batch.sent
-        if result.duplicates <= explained:
-            return
-        lost = slice(explained, result.duplicates)
-        numbers = f"{first + explained} to {first + result.duplicates - 1}"
-        msg = (
-            f"the store skipped {result.duplicates - explained} event(s) to {segment!r} "
-            f"(numbers {numbers} of writer {self.writer_id!r}) as duplicates, but this writer "
-            "never sent them before: another writer is using its id; they are not stored"
-        )
-        raise DuplicateEventNumbersError(
-            msg,
-            segment,
-            self.writer_id,
-            first + explained,
-            tuple(batch.events[lost]),
-            tuple(batch.keys[lost]),
-        )
-
-    def _reroute_after_scaling(self, sealed_batch: _Batch) -> None:
+    def _reroute_after_scaling(self, sealed_batch: Batch) -> None:
         """Moves the events of every segment no longer open to the successors owning their keys."""
-        self._refresh()
-        open_names = {s.segment for s in self._segments}
-        stranded = [sealed_batch] + [
-            self._batches.pop(name) for name in list(self._batches) if name not in open_names
-        ]
-        for batch in stranded:
-            for data, position, key in zip(batch.events, batch.positions, batch.keys, strict=True):
+        self._router.refresh()
+        for batch in [sealed_batch, *self._batches.take_stranded(self._router.open_names())]:
+            for data, position, key in batch.queued():
                 self._queue(data, position, key)
 
-    def _refresh(self) -> None:
-        description = self._client.describe_stream(self.stream.scope, self.stream.stream)
-        self._segments = list(description.open_segments)
-        if not self._segments:
-            msg = f"stream {str(self.stream)!r} is sealed: it takes no more events"
-            raise TidemarkError(msg)
-        self._lows = [s.key_low for s in self._segments]
+    @property
+    def _segments(self) -> tuple[SegmentDescription, ...]:
+        """The open segments as last described (the router's)."""
+        return self._router.segments

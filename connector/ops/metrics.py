@@ -41,7 +41,7 @@ Names, all prefixed ``tidemark_``:
 - ``reader_group_lag_events`` and ``reader_group_lag_seconds`` {group}: per
   reader group (``scope/group``), the events it has still to read and the
   most ingestion time they span in one segment (see
-  :mod:`connector.reader.lag`); ``reader_group_watermark_timestamp_seconds``
+  :mod:`connector.groups.lag`); ``reader_group_watermark_timestamp_seconds``
   {group}: its group watermark.
 - On a replicated store (JetStream), per log (a stream ``scope/stream``, the
   ``catalog`` or the ``state``) and replica (a node): ``replica_leader`` (1
@@ -89,13 +89,13 @@ from prometheus_client.registry import Collector
 from connector.background import TaskStatus
 from connector.clock import Clock
 from connector.errors import TidemarkError
+from connector.groups.lag import group_lag
+from connector.groups.record import STATE_KEY_PREFIX, GroupRecord
+from connector.groups.state import group_watermark
 from connector.ops.call_metrics import CallMetricsInterceptor
 from connector.ops.health import is_serving
-from connector.reader.events import END_OF_TIME
-from connector.reader.group_state import group_watermark
-from connector.reader.lag import group_lag
-from connector.reader.membership import GroupRecord
 from connector.store import Storage, StoreObserver
+from connector.timestamps import END_OF_TIME
 
 __all__ = ["StoreMetrics", "stream_of_segment"]
 
@@ -198,10 +198,6 @@ class _StoreStateCollector(Collector):
         )
 
 
-#: Where reader groups keep their state (see connector.reader.group).
-_GROUP_PREFIX = "readergroup/"
-
-
 class _ReaderGroupCollector(Collector):
     """Each reader group's lag and watermark, read from the store when Prometheus scrapes."""
 
@@ -225,8 +221,8 @@ class _ReaderGroupCollector(Collector):
             labels=["group"],
         )
         store = self._store
-        for key in store.state_keys(_GROUP_PREFIX):
-            name = key.removeprefix(_GROUP_PREFIX)
+        for key in store.state_keys(STATE_KEY_PREFIX):
+            name = key.removeprefix(STATE_KEY_PREFIX)
             try:
                 record = GroupRecord.from_json(store.get_state(key).value)
                 lag = group_lag(record, store.plan_read)

@@ -5,10 +5,11 @@ its :class:`GroupState` in their own state and offsets, and plan and read
 through its source (:mod:`connector.reader.source`).
 """
 
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState, SegmentCursor, Successor, WaitingSegment
 from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig, TimeDomain
 from connector.reader.group import ReaderGroup, ReaderGroupManager, ReaderGroupResetError
-from connector.reader.group_state import GroupState, SegmentCursor, Successor, WaitingSegment
-from connector.reader.membership import GroupHandle, GroupRecord
+from connector.reader.membership import GroupHandle
 from connector.reader.ordering import EventTimeOrderer, Timestamped
 from connector.reader.reader import EventReader
 from connector.reader.source import Frontier, ReadSpec, SegmentRange, SourcePlanner, StreamCut

@@ -8,14 +8,11 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector.errors import InvalidArgumentError
-from connector.timestamps import IngestionTimeAssigner, TimestampAssigner
+from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner, to_millis
 
 __all__ = ["END_OF_TIME", "EventRead", "Position", "ReaderConfig", "TimeDomain", "to_millis"]
 
 T = TypeVar("T")
-
-#: The watermark of a group with no unfinished segment: nothing more will come.
-END_OF_TIME = 2**63 - 1
 
 
 class TimeDomain(enum.Enum):
@@ -108,15 +105,6 @@ class EventRead(Generic[T]):
     def of_watermark(cls, watermark: int) -> EventRead[Any]:
         """A watermark read."""
         return cls(watermark=watermark)
-
-
-def to_millis(name: str, value: int | float | timedelta) -> int:
-    """Milliseconds of a timedelta or a number of ms; raises naming ``name`` when negative."""
-    millis = value // timedelta(milliseconds=1) if isinstance(value, timedelta) else value
-    if isinstance(millis, bool) or not isinstance(millis, (int, float)) or millis < 0:
-        msg = f"{name} must be a timedelta or milliseconds >= 0, got {value!r}"
-        raise InvalidArgumentError(msg)
-    return int(millis)
 
 
 @dataclass(frozen=True)

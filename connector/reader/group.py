@@ -22,11 +22,11 @@ from connector.errors import (
     InvalidArgumentError,
     NotFoundError,
 )
+from connector.groups.record import GroupRecord, state_key
+from connector.groups.state import GroupState, group_watermark
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
-from connector.reader.group_state import GroupState, group_watermark
 from connector.reader.membership import (
-    GroupRecord,
     ReaderGroupResetError,
     cancel_checkpoint,
     complete_checkpoint,
@@ -37,7 +37,6 @@ from connector.reader.reader import EventReader
 from connector.reader.source.cuts import StreamCut, start_state
 
 __all__ = [
-    "GroupRecord",
     "ReaderGroup",
     "ReaderGroupManager",
     "ReaderGroupResetError",
@@ -50,10 +49,6 @@ T = TypeVar("T")
 StartAt = StreamCut | Literal["earliest", "latest", "head", "tail"] | Mapping[str, int]
 
 _CAS_ATTEMPTS = 200
-
-
-def _state_key(scope: str, group: str) -> str:
-    return f"readergroup/{scope}/{group}"
 
 
 class ReaderGroupManager:
@@ -86,7 +81,7 @@ class ReaderGroupManager:
         names = tuple(str(StreamId.parse(s)) for s in streams)
         record = GroupRecord(names, 1, start_state(self._client, names, start, end))
         written, _ = self._client.compare_and_set_state(
-            _state_key(scope, group), 0, record.to_json()
+            state_key(scope, group), 0, record.to_json()
         )
         if not written:
             msg = f"reader group {scope}/{group} already exists"
@@ -103,7 +98,7 @@ class ReaderGroupManager:
             NotFoundError: there is no group ``scope/group``.
             FailedPreconditionError: too many concurrent updates in a row.
         """
-        key = _state_key(scope, group)
+        key = state_key(scope, group)
         for _ in range(_CAS_ATTEMPTS):
             current = self._client.get_state(key)
             if current.revision == 0:
@@ -125,7 +120,7 @@ class ReaderGroupManager:
         where a reader group's do, in ``tidemarkctl readergroup describe``,
         ``tidemarkctl watermarks --group`` and the store's metrics
         (``tidemark_reader_group_lag_events``...), counted by the same rule
-        (:func:`connector.reader.lag.group_lag`). The group is created on the
+        (:func:`connector.groups.lag.group_lag`). The group is created on the
         first call; each call replaces the position. Returns whether it was
         written (False: a group of that name has readers, and is left alone).
         Needs ``read`` on ``scope``, like any reader group.
@@ -136,7 +131,7 @@ class ReaderGroupManager:
         """
         validate_name("scope", scope)
         validate_name("reader group", group)
-        key = _state_key(scope, group)
+        key = state_key(scope, group)
         names = tuple(str(StreamId.parse(s)) for s in streams)
         for _ in range(_CAS_ATTEMPTS):
             current = self._client.get_state(key)
@@ -158,7 +153,7 @@ class ReaderGroupManager:
     def list_reader_groups(self, scope: str) -> list[str]:
         """The names of the reader groups of ``scope``, sorted (NotFoundError: no such scope)."""
         self._client.list_streams(scope)  # refuses a scope that does not exist, naming it
-        prefix = _state_key(scope, "")
+        prefix = state_key(scope, "")
         return [key.removeprefix(prefix) for key in self._client.list_state_keys(prefix)]
 
     def get_reader_group(self, scope: str, group: str) -> ReaderGroup:
@@ -186,7 +181,7 @@ class ReaderGroup:
         self._client = client
         self.scope = scope
         self.name = group
-        self._key = _state_key(scope, group)
+        self._key = state_key(scope, group)
 
     @property
     def client(self) -> StoreClient:

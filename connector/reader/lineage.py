@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
+from connector.groups.state import Successor
 from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId, StreamId
-from connector.reader.group_state import Successor
 
 __all__ = ["KnownSegments", "ancestors", "describe_streams", "lineage_lane", "successors_of"]
 
@@ -44,7 +44,7 @@ class KnownSegments:
 
 
 def successors_of(client: StoreClient, segment: str, names: Sequence[str]) -> list[Successor]:
-    """What :func:`~connector.reader.group_state.finish` needs of successors ``names``.
+    """What :func:`~connector.groups.state.finish` needs of successors ``names``.
 
     ``names`` are the successors of ``segment``.
     """

@@ -1,6 +1,6 @@
 """Reader group membership: the group's shared record and pure rules over it.
 
-A group's record (:class:`GroupRecord`: its :class:`GroupState`, which
+A group's record (:class:`~connector.groups.record.GroupRecord`: its state, which
 reader holds which segment, reader leases, a pending checkpoint, finished
 checkpoints) changes only through the functions here. Each takes the record
 as stored and the store's time ``now`` (epoch ms) and returns the record to
@@ -13,15 +13,15 @@ What a :class:`~connector.reader.reader.EventReader` needs of its group is
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Protocol
 
 from connector.client.connection import StoreClient
 from connector.errors import FailedPreconditionError, TidemarkError
-from connector.reader.group_state import (
+from connector.groups.record import GroupRecord
+from connector.groups.state import (
     GroupState,
     Successor,
     advance,
@@ -32,7 +32,6 @@ from connector.reader.group_state import (
 
 __all__ = [
     "GroupHandle",
-    "GroupRecord",
     "Positions",
     "ReaderGroupResetError",
     "cancel_checkpoint",
@@ -53,55 +52,6 @@ Positions = Mapping[str, tuple[int, int] | tuple[int, int, int | None]]
 
 class ReaderGroupResetError(TidemarkError):
     """The group was reset or deleted; readers from before must be recreated."""
-
-
-@dataclass(frozen=True)
-class GroupRecord:
-    """Everything a group shares, stored as one JSON value."""
-
-    streams: tuple[str, ...]
-    generation: int
-    state: GroupState
-    assignments: Mapping[str, str] = field(default_factory=dict)
-    leases: Mapping[str, int] = field(default_factory=dict)
-    checkpoint: str | None = None
-    checkpoint_pending: frozenset[str] = frozenset()
-    checkpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-
-    def to_json(self) -> bytes:
-        """The stored form."""
-        return json.dumps(
-            {
-                "streams": list(self.streams),
-                "generation": self.generation,
-                "state": self.state.to_dict(),
-                "assignments": dict(self.assignments),
-                "leases": dict(self.leases),
-                "checkpoint": self.checkpoint,
-                "checkpoint_pending": sorted(self.checkpoint_pending),
-                "checkpoints": {k: dict(v) for k, v in self.checkpoints.items()},
-            },
-            sort_keys=True,
-        ).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> GroupRecord:
-        """Reads :meth:`to_json`'s output."""
-        raw = json.loads(data)
-        return cls(
-            streams=tuple(raw["streams"]),
-            generation=raw["generation"],
-            state=GroupState.from_dict(raw["state"]),
-            assignments=raw["assignments"],
-            leases=raw["leases"],
-            checkpoint=raw["checkpoint"],
-            checkpoint_pending=frozenset(raw["checkpoint_pending"]),
-            checkpoints=raw["checkpoints"],
-        )
-
-    def segments_of(self, reader_id: str) -> list[str]:
-        """The segments ``reader_id`` holds."""
-        return sorted(s for s, r in self.assignments.items() if r == reader_id)
 
 
 class GroupHandle(Protocol):

@@ -20,24 +20,25 @@ from connector.background import FailureLog
 from connector.client.serializers import Serializer
 from connector.errors import ClosedError, InvalidArgumentError, ResourceExhaustedError
 from connector.framing import Frame, iter_frames
-from connector.model import ReadResult
-from connector.reader.events import END_OF_TIME, EventRead, Position, ReaderConfig
-from connector.reader.group_state import (
+from connector.groups.record import GroupRecord
+from connector.groups.state import (
     GroupState,
     least_event_time,
     watermark_after,
     writers_event_time,
 )
+from connector.model import ReadResult
+from connector.reader.events import EventRead, Position, ReaderConfig
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
-    GroupRecord,
     ReaderGroupResetError,
     leave,
     sync,
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
 from connector.reader.source.timekeeping import TimeKeeping, is_late
+from connector.timestamps import END_OF_TIME
 
 __all__ = ["EventReader"]
 

@@ -12,8 +12,8 @@ from connector.cli.watermarks import (
     WatermarkReport,
     held_back_because,
 )
-from connector.reader.group_state import GroupState, SegmentCursor, WaitingSegment
-from connector.reader.membership import GroupRecord
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState, SegmentCursor, WaitingSegment
 from tests.conftest import CLOCK_START_MS
 
 

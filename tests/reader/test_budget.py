@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from connector.groups.state import GroupState, Successor, advance
 from connector.model import PlannedRead
-from connector.reader.group_state import GroupState, Successor, advance
 from connector.reader.source.budget import Left, Measured, apply, decide
 from connector.reader.source.ranges import SegmentRange
 

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connector.errors import FailedPreconditionError, InvalidArgumentError
-from connector.reader.events import END_OF_TIME
-from connector.reader.group_state import (
+from connector.groups.state import (
     GroupState,
     Successor,
     advance,
@@ -18,6 +17,7 @@ from connector.reader.group_state import (
     stream_cut,
     unassigned_oldest_first,
 )
+from connector.timestamps import END_OF_TIME
 
 
 def two_segments() -> GroupState:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from connector.errors import TruncatedError
+from connector.groups.lag import StreamLag, group_lag, state_lag
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState, SegmentCursor, WaitingSegment
 from connector.model import PlannedRead
-from connector.reader.group_state import GroupState, SegmentCursor, WaitingSegment
-from connector.reader.lag import StreamLag, group_lag, state_lag
-from connector.reader.membership import GroupRecord
 
 #: Per segment: (first readable offset, tail, events per 10 bytes, watermark at the tail).
 SEGMENTS = {"s/t/0": (0, 100, 10, 5_000), "s/t/1": (40, 60, 10, 7_000), "s/t/2": (0, 30, 10, 9_000)}

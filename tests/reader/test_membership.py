@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from connector.errors import FailedPreconditionError
-from connector.reader.group_state import GroupState, Successor
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState, Successor
 from connector.reader.membership import (
-    GroupRecord,
     ReaderGroupResetError,
     cancel_checkpoint,
     complete_checkpoint,

@@ -20,7 +20,7 @@ from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
 from connector.names import StreamId
-from connector.reader.events import END_OF_TIME, TimeDomain
+from connector.reader.events import TimeDomain
 from connector.reader.source import (
     Budget,
     Frontier,
@@ -33,6 +33,7 @@ from connector.reader.source import (
     read_range,
 )
 from connector.reader.source.ranges import ranges_between, split_range
+from connector.timestamps import END_OF_TIME
 from tests.conftest import new_stream_in
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.groups.lag import group_lag
 from connector.reader import ReaderConfig
 from connector.reader.group import ReaderGroupManager
-from connector.reader.lag import group_lag
 from connector.reader.source import StreamCut, start_state
 
 

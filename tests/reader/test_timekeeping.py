@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connector.errors import InvalidArgumentError
-from connector.model import initial_watermark
-from connector.reader.events import END_OF_TIME, TimeDomain
-from connector.reader.group_state import (
+from connector.groups.state import (
     NO_WRITER,
     GroupState,
     Successor,
@@ -15,6 +13,8 @@ from connector.reader.group_state import (
     finish,
     group_event_time,
 )
+from connector.model import initial_watermark
+from connector.reader.events import TimeDomain
 from connector.reader.source import (
     EventTime,
     IngestionTime,
@@ -23,7 +23,7 @@ from connector.reader.source import (
     is_late,
     rose,
 )
-from connector.timestamps import FieldTimestampAssigner
+from connector.timestamps import END_OF_TIME, FieldTimestampAssigner
 
 
 def at(watermark: int) -> GroupState:

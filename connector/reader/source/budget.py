@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
-from connector.model import PlannedRead
-from connector.reader.group_state import (
+from connector.groups.state import (
     GroupState,
     SegmentCursor,
     Successor,
@@ -41,6 +40,7 @@ from connector.reader.group_state import (
     unassigned_oldest_first,
     writers_event_time,
 )
+from connector.model import PlannedRead
 from connector.reader.lineage import successors_of
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget

@@ -17,15 +17,15 @@ from typing import Literal, NamedTuple
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
-from connector.names import SegmentId, StreamId
-from connector.reader.group_state import (
+from connector.groups.state import (
     GroupState,
     Successor,
     advance,
     finish,
     writers_event_time,
 )
+from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
+from connector.names import SegmentId, StreamId
 from connector.reader.lineage import ancestors, describe_streams
 
 __all__ = ["StreamCut", "TimeState", "by_name", "start_state", "state_at_time"]

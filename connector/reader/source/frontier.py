@@ -1,7 +1,7 @@
 """How far a read has planned: a :class:`Frontier`, the value every host keeps.
 
 The Spark adapter keeps one in each of its offsets, the Flink adapter in its
-keyed state. A frontier is a :class:`~connector.reader.group_state.GroupState`
+keyed state. A frontier is a :class:`~connector.groups.state.GroupState`
 (where every readable segment is and its watermark, which successors wait
 for which predecessors, which segments are finished), the final offsets of
 the segments finished while planning, and the last event-time watermark.
@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connector.errors import InvalidArgumentError
-from connector.reader.group_state import GroupState, least_event_time
+from connector.groups.state import GroupState, least_event_time
 from connector.reader.source.timekeeping import rose
 
 __all__ = ["Frontier"]

@@ -20,8 +20,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
+from connector.groups.state import GroupState, writers_event_time
 from connector.model import initial_watermark
-from connector.reader.group_state import GroupState, writers_event_time
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
 from connector.reader.source.budget import advance_within
 from connector.reader.source.cuts import StreamCut, by_name, start_state, state_at_time

@@ -18,7 +18,7 @@ store shares, so it lives below both: :func:`connector.model.initial_watermark`.
 
 The event-time domain (watermarks asserted by writers, seed 002) is one
 more subclass whose :meth:`~TimeKeeping.watermark` reads those, with the
-same group rule (:mod:`~connector.reader.group_state`) and the same rise
+same group rule (:mod:`~connector.groups.state`) and the same rise
 and lateness rules as the others: planners, readers and both engines ask
 only :class:`TimeKeeping`.
 """
@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from connector.errors import InvalidArgumentError
-from connector.reader.events import END_OF_TIME, TimeDomain
-from connector.reader.group_state import (
+from connector.groups.state import (
     NO_WRITER,
     GroupState,
     group_event_time,
     group_watermark,
 )
-from connector.timestamps import IngestionTimeAssigner, TimestampAssigner
+from connector.reader.events import TimeDomain
+from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner
 
 __all__ = ["EventTime", "IngestionTime", "ProcessingTime", "TimeKeeping", "is_late", "rose"]
 
@@ -90,7 +90,7 @@ class TimeKeeping(ABC):
 
         ``watermark`` is the segment's ingestion watermark there,
         ``event_time`` its writers' event time (see
-        :class:`~connector.reader.group_state.SegmentCursor`).
+        :class:`~connector.groups.state.SegmentCursor`).
         """
         return watermark
 
@@ -220,7 +220,7 @@ class EventTime(_Lagged):
     """The event-time domain: the event time the writers asserted (seed 002), for the group.
 
     The least over every unfinished segment of its writers' event time at
-    the group's position there (:func:`~connector.reader.group_state.group_event_time`);
+    the group's position there (:func:`~connector.groups.state.group_event_time`);
     a segment no active writer holds holds nobody back. The watermark
     promises that no later event of a writer active at that position has an
     event time at or below it, as long as the writers keep their promises;

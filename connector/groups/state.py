@@ -36,7 +36,7 @@ from typing import Any
 
 from connector.errors import FailedPreconditionError, InvalidArgumentError
 from connector.model import initial_watermark
-from connector.reader.events import END_OF_TIME
+from connector.timestamps import END_OF_TIME
 
 __all__ = [
     "NO_WRITER",

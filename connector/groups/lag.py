@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from connector.errors import TruncatedError
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState
 from connector.model import PlannedRead
 from connector.names import SegmentId
-from connector.reader.group_state import GroupState
-from connector.reader.membership import GroupRecord
 
 __all__ = ["GroupLag", "Planner", "SegmentLag", "StreamLag", "group_lag", "state_lag"]
 
