@@ -8,7 +8,8 @@ A template is markdown. In it:
   ``{tidemark.append.events_per_s:,.0f}``, ``{targets[append]}``.
 - ``{path!j:SEP|ITEM}``: the items of a sequence joined by ``SEP``, each
   written by the template ``ITEM``, in which ``{0}`` is the item (and
-  ``{0}``, ``{1}`` ... its parts when it is a tuple): ``{outages!j:, |{0:.2f}}``.
+  ``{0}``, ``{1}`` ... its parts when it is a tuple; a mapping gives its
+  items): ``{outages!j:, |{0:.2f}}``, ``{cpu!j:, |{0} {1:.2f} µs}``.
 - ``{{`` and ``}}``: a literal brace.
 - a line ``% if PATH`` (or ``% if not PATH``), an optional ``% else`` line,
   and ``% end``: the lines between are kept when the figure is true (false).
@@ -192,7 +193,7 @@ def _format(
             out.append(
                 separator.join(
                     _format(item, scope, part if isinstance(part, tuple) else (part,), name, number)
-                    for part in value
+                    for part in _items(value)
                 )
             )
             continue
