@@ -56,7 +56,11 @@ class Benchmark:
         )
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (Benchmark("store", "bench.store_bench"),)
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark("store", "bench.store_bench"),
+    Benchmark("store_load", "bench.store_load_bench"),
+    Benchmark("jetstream", "bench.jetstream_bench"),
+)
 
 
 def named(name: str) -> Benchmark:
