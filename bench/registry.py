@@ -60,6 +60,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("store", "bench.store_bench"),
     Benchmark("store_load", "bench.store_load_bench"),
     Benchmark("jetstream", "bench.jetstream_bench"),
+    Benchmark("reader", "bench.reader_bench"),
+    Benchmark("event_time", "bench.event_time_bench"),
 )
 
 

@@ -60,8 +60,59 @@ def jetstream() -> Any:
     return b.JetStreamFigures(100_000, 2, rounds, [6.3, 8.8], ("grpcio 1",))
 
 
+def reader() -> Any:
+    from bench import reader_bench as b
+    from bench._support import Timing
+    from connector.reader import TimeDomain
+
+    runs = [
+        b.ReadRun(300_000, Timing(_S, 1.1, 0.05), domain, 16)
+        for domain in (TimeDomain.PROCESSING_TIME, TimeDomain.INGESTION_TIME)
+    ]
+    steady = {"appends": 2_000, "events": 10_000, "rate": 999.0, "late_ticks": 0}
+    steady |= {"watermark_reads": 1_999, "min": 5.2, "delivery_n": 1_999}
+    steady |= {"delivery_p50": 4.3, "delivery_p99": 11.2}
+    idle = {"watermark_reads": 15, "mean_gap_ms": 1_000.0, "max_gap_ms": 1_200.0, "max": 1_185.9}
+    return b.ReaderFigures(
+        events=300_000,
+        event_size=100,
+        repetitions=1,
+        batch=10,
+        interval_ms=10,
+        steady_seconds=10.0,
+        idle_lag_ms=1_000,
+        idle_polling_ms=200,
+        idle_seconds=15.0,
+        throughput=b.Throughput(runs, 0.25, [("reader.py:read_next_event", 0.5)]),
+        steady=b.Latencies([10.2, 12.5], 1, steady),
+        idle=b.Latencies([510.5, 1_045.9], 2, idle),
+        software=("grpcio 1",),
+    )
+
+
+def event_time() -> Any:
+    from bench import event_time_bench as b
+
+    runs = [b._Run(asserting, 300_000, 2_000 * asserting, 8.0) for asserting in (True, False)]
+    return b.EventTimeFigures(
+        writers=4,
+        batch=100,
+        seconds=8.0,
+        repetitions=1,
+        assert_every_ms=10,
+        compact_after=1_000,
+        latency_seconds=10.0,
+        interval_ms=10,
+        throughput=[b.Asserting(how, runs) for how in b.HOW],
+        journal=b.Journal(30.0, 3_000, 300, [(0.1, 1_000), (0.2, 2_500)], 49_407, 151),
+        latency=b.Latency(1_000, 999, [1.1, 6.7]),
+    )
+
+
 FAKES: dict[str, Callable[[], Any]] = {
     "store": store,
     "store_load": store_load,
     "jetstream": jetstream,
+    "reader": reader,
+    "event_time": event_time,
 }
