@@ -62,6 +62,12 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("jetstream", "bench.jetstream_bench"),
     Benchmark("reader", "bench.reader_bench"),
     Benchmark("event_time", "bench.event_time_bench"),
+    Benchmark("spark", "bench.spark_bench", needs="pyspark"),
+    Benchmark("spark_latency", "bench.spark_latency_bench", needs="pyspark"),
+    Benchmark("spark_profile", "bench.spark_profile_bench", needs="pyspark"),
+    Benchmark("event_time_spark", "bench.event_time_spark_bench", needs="pyspark"),
+    Benchmark("flink", "bench.flink_bench", needs="pyflink"),
+    Benchmark("event_time_flink", "bench.event_time_flink_bench", needs="pyflink"),
 )
 
 

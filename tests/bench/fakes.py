@@ -109,10 +109,68 @@ def event_time() -> Any:
     )
 
 
+def spark() -> Any:
+    from bench import spark_bench as b
+
+    parts = dict.fromkeys(b.PARTS, 0.5)
+    runs = [
+        b.Run(pair, system, query, 4.0, 900_000, 20.0, 11, parts, "10 batches", 9, parts, 2.0)
+        for pair in (1, 2)
+        for query, system in b.PLAN
+    ]
+    floor = (11.0, {**parts, "triggerExecution": 8.0})
+    loads = [(1.5, 1.25), (1.25, 1.0)]
+    return b.SparkFigures(1_000_000, 10, 100_000, 25_000, 2, 30.1, loads, floor, runs, ("x",))
+
+
+def spark_latency() -> Any:
+    from bench import spark_latency_bench as b
+
+    return b.SparkLatencyFigures(100, 40.0, 5_000, [8.5, 11.5], [1.25, 1.5])
+
+
+def spark_profile() -> Any:
+    from bench import spark_profile_bench as b
+
+    found = [
+        {"system": system, "wall": 10.0, "steady": 100_000.0, "roles": {"JVM": 5.5}}
+        for system in ("tidemark", "file")
+    ]
+    stages = {"frame decoding": 0.2, "the whole task path": 1.25}
+    return b.SparkProfileFigures(1_000_000, stages, found, ("pyspark 4",))
+
+
+def event_time_spark() -> Any:
+    from bench import event_time_spark_bench as b
+
+    return b.SparkLatencies(100, 45.0, [294.0, 750.0], batch=0.25)
+
+
+def event_time_flink() -> Any:
+    from bench._event_time_engines import EngineLatencies
+
+    return EngineLatencies(100, 45.0, [199.0, 991.0])
+
+
+def flink() -> Any:
+    from bench import flink_bench as b
+
+    cpu = dict.fromkeys(b.PROCESSES, 5.5)
+    runs = [b.Throughput(job.label, 1_000, 4.0, 100_000.0, cpu) for job in b.JOBS]
+    latency = b.Latency(1_000, 30.0, [0.053, 0.098], 0)
+    return b.FlinkFigures(1_000_000, 16, 5, 300_000, 500_000, 76_462.0, runs, latency, ("x",))
+
+
 FAKES: dict[str, Callable[[], Any]] = {
     "store": store,
     "store_load": store_load,
     "jetstream": jetstream,
     "reader": reader,
     "event_time": event_time,
+    "spark": spark,
+    "spark_latency": spark_latency,
+    "spark_profile": spark_profile,
+    "event_time_spark": event_time_spark,
+    "flink": flink,
+    "event_time_flink": event_time_flink,
 }
