@@ -15,8 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bench._support import percentile
-from bench.figures import Target
+from bench.figures import Percentiles, Target
 from connector import EventWriter, JsonSerializer, StoreClient
 
 __all__ = ["AssertingWriter", "EngineLatencies", "latencies"]
@@ -77,34 +76,14 @@ def latencies(
 
 
 @dataclass(frozen=True)
-class EngineLatencies:
+class EngineLatencies(Percentiles):
     """An engine's run: the writer's settings, and each assertion's latency (ms)."""
 
     interval_ms: int
     seconds: float
-    latencies: list[float]
+    values_ms: list[float]
     software: tuple[str, ...] = ()
     warm_up_s: float = WARM_UP_S
-
-    @property
-    def measured(self) -> int:
-        """Assertions whose latency was measured."""
-        return len(self.latencies)
-
-    @property
-    def p50(self) -> float:
-        """The median latency, ms (NaN when none was measured)."""
-        return percentile(self.latencies, 50)
-
-    @property
-    def p99(self) -> float:
-        """The 99th percentile, ms (NaN when none was measured)."""
-        return percentile(self.latencies, 99)
-
-    @property
-    def highest(self) -> float:
-        """The longest latency, ms (NaN when none was measured)."""
-        return max(self.latencies, default=float("nan"))
 
     @property
     def targets(self) -> dict[str, Target]:

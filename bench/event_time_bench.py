@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 from bench._support import (
     BenchFailure,
     StoreServerProcess,
-    percentile,
 )
-from bench.figures import Target
+from bench.figures import Percentiles, Target
 from connector import JsonSerializer, StoreClient
 from connector.model import Assertion
 from connector.reader import (
@@ -144,32 +143,12 @@ class Journal:
 
 
 @dataclass(frozen=True)
-class Latency:
+class Latency(Percentiles):
     """Part c's figures: assertions made, watermark reads seen, latencies in ms."""
 
     acks: int
     marks: int
     values_ms: list[float]
-
-    @property
-    def measured(self) -> int:
-        """Assertions whose latency was measured."""
-        return len(self.values_ms)
-
-    @property
-    def p50(self) -> float:
-        """The median latency, ms."""
-        return percentile(self.values_ms, 50)
-
-    @property
-    def p99(self) -> float:
-        """The 99th percentile, ms."""
-        return percentile(self.values_ms, 99)
-
-    @property
-    def highest(self) -> float:
-        """The longest latency, ms."""
-        return max(self.values_ms)
 
 
 def _throughput_run(

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Figures", "Target"]
+from bench._support import percentile
+
+__all__ = ["Figures", "Percentiles", "Target"]
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -72,6 +74,37 @@ class Target:
             return f"{text} {self.unit}".rstrip()
 
         return f"{shown(self.value)} {self.op} {shown(self.bound)}: {self}"
+
+
+class Percentiles:
+    """Latencies' figures: how many were measured, p50, p99 and the longest, in ms.
+
+    A base for a frozen dataclass whose ``values_ms`` (a field or a property)
+    holds latencies in milliseconds. Percentiles by the nearest rank; each
+    figure is NaN when nothing was measured.
+    """
+
+    values_ms: Sequence[float]
+
+    @property
+    def measured(self) -> int:
+        """Latencies measured."""
+        return len(self.values_ms)
+
+    @property
+    def p50(self) -> float:
+        """The median, ms."""
+        return percentile(self.values_ms, 50)
+
+    @property
+    def p99(self) -> float:
+        """The 99th percentile, ms."""
+        return percentile(self.values_ms, 99)
+
+    @property
+    def highest(self) -> float:
+        """The longest, ms."""
+        return max(self.values_ms, default=float("nan"))
 
 
 class Figures(Protocol):

@@ -96,11 +96,10 @@ from bench._support import (
     java_version,
     json_event,
     package_version,
-    percentile,
     positive,
     write_store_and_files,
 )
-from bench.figures import Target
+from bench.figures import Percentiles, Target
 from connector import EventWriter, StoreClient, StringSerializer
 from connector.client.routing import key_position
 from flink_adapter import FlinkTidemarkReader, TimeDomain
@@ -481,7 +480,7 @@ def run_file(json_dir: str, events: int, job: Job, store_pid: int) -> Throughput
 
 
 @dataclass
-class Latency:
+class Latency(Percentiles):
     """Watermark latency per batch, in seconds."""
 
     rate: int
@@ -490,29 +489,9 @@ class Latency:
     unfired: int = 0
 
     @property
-    def measured(self) -> int:
-        """Batches measured."""
-        return len(self.batches)
-
-    @property
-    def ms(self) -> list[float]:
+    def values_ms(self) -> list[float]:
         """Each measured batch's latency, ms."""
         return [s * 1000 for s in self.batches]
-
-    @property
-    def p50(self) -> float:
-        """The median batch's latency, ms."""
-        return percentile(self.ms, 50)
-
-    @property
-    def p99(self) -> float:
-        """The 99th percentile, ms."""
-        return percentile(self.ms, 99)
-
-    @property
-    def highest(self) -> float:
-        """The longest latency, ms."""
-        return max(self.ms)
 
 
 def run_latency(uri: str, rate: int, seconds: float, work: str, epoch_ms: int | None) -> Latency:

@@ -42,9 +42,8 @@ from bench._support import (
     StoreServerProcess,
     cpu_seconds,
     package_version,
-    percentile,
 )
-from bench.figures import Target
+from bench.figures import Percentiles, Target
 from connector import BytesSerializer, EventWriter, StoreClient
 from connector.framing import iter_frames
 from connector.store.jetstream.local_cluster import LocalCluster, find_nats_server
@@ -78,7 +77,7 @@ class Phase:
 
 
 @dataclass
-class Round:
+class Round(Percentiles):
     """One system's figures in one round."""
 
     system: str
@@ -87,14 +86,9 @@ class Round:
     latencies_ms: list[float]
 
     @property
-    def p50_ms(self) -> float:
-        """The median append latency, ms."""
-        return percentile(self.latencies_ms, 50)
-
-    @property
-    def p99_ms(self) -> float:
-        """The 99th percentile of the append latencies, ms."""
-        return percentile(self.latencies_ms, 99)
+    def values_ms(self) -> list[float]:
+        """The append latencies, ms."""
+        return self.latencies_ms
 
 
 def _payloads(count: int, size: int, seed: int) -> tuple[list[bytes], int]:
@@ -248,7 +242,7 @@ def measure(args: argparse.Namespace) -> JetStreamFigures:
                         print(
                             f"  append {done.append.rate:,.0f} events/s, read "
                             f"{done.read.rate:,.0f} events/s, append p99 "
-                            f"{percentile(done.latencies_ms, 99):.2f} ms",
+                            f"{done.p99:.2f} ms",
                             flush=True,
                         )
                         rounds.append(done)

@@ -57,7 +57,7 @@ from bench._support import (
     positive,
     timed,
 )
-from bench.figures import Target
+from bench.figures import Percentiles, Target
 from connector import BytesSerializer, EventWriter, StoreClient
 from connector.reader import EventReader, ReaderConfig, ReaderGroupManager, TimeDomain
 
@@ -310,36 +310,12 @@ def _watched_stream(
 
 
 @dataclass
-class Latencies:
+class Latencies(Percentiles):
     """Watermark latencies of part b or c, ms, and the part's own figures in ``extra``."""
 
     values_ms: list[float]
     excluded: int  # samples no watermark read covered before the end
     extra: dict[str, float] = field(default_factory=dict)
-
-    def p(self, q: float) -> float:
-        """The ``q``-th percentile, ms."""
-        return percentile(self.values_ms, q)
-
-    @property
-    def measured(self) -> int:
-        """Latencies measured."""
-        return len(self.values_ms)
-
-    @property
-    def p50(self) -> float:
-        """The median latency, ms."""
-        return self.p(50)
-
-    @property
-    def p99(self) -> float:
-        """The 99th percentile, ms."""
-        return self.p(99)
-
-    @property
-    def highest(self) -> float:
-        """The longest latency measured, ms."""
-        return max(self.values_ms)
 
 
 def run_steady(args: argparse.Namespace) -> Latencies:
