@@ -10,10 +10,11 @@ Adding a benchmark ``NAME`` takes three things:
    writes, with its figures and ``{run.date}``, ``{run.command}``,
    ``{run.load_before}`` ... as placeholders (see :mod:`bench.template` and
    :class:`bench.results.RunFacts`);
-3. an entry below.
+3. an entry below;
 
+and a builder of made-up figures in ``tests/bench/fakes.py``:
 ``tests/bench/test_templates.py`` checks that every template reads only
-figures its benchmark returns, and renders it with made-up figures.
+figures its benchmark returns, and renders it with the made-up ones.
 """
 
 from __future__ import annotations
