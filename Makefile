@@ -71,8 +71,8 @@ lint: $(SPARK_STAMP)
 
 # Every benchmark but Flink's in the Spark environment, then Flink's in its own.
 bench: $(SPARK_STAMP) $(FLINK_STAMP)
-	$(SPARK_PY) bench/run.py
-	$(FLINK_PY) bench/run.py flink event_time_flink
+	$(SPARK_PY) -m bench.run
+	$(FLINK_PY) -m bench.run flink event_time_flink
 
 # Prints the nodes' client URLs, for `tidemark-server --storage jetstream --nats-url ...`.
 # The environment is built if missing, never rebuilt under a running cluster (order-only).

@@ -1,7 +1,7 @@
-"""What the engines' event-time latency benchmarks share: a writer that asserts, and the figure.
+"""What the engines' event-time latency benchmarks share: a writer that asserts, and the figures.
 
-Not a benchmark itself (``run.py`` runs only ``*_bench.py`` files). A store
-server subprocess (its default idle ticks); a writer thread appends one
+Not a benchmark itself (the benchmarks are listed in :mod:`bench.registry`). A
+store server subprocess (its default idle ticks); a writer thread appends one
 reading to each segment of a 2-segment stream every ``interval`` and then
 asserts its event time (``EventWriter.note_time``), recording when each
 assertion was acknowledged. An engine's job reports when its watermark
@@ -15,11 +15,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from _support import markdown_table, percentile
-
+from bench.figures import Percentiles, Target
 from connector import EventWriter, JsonSerializer, StoreClient
 
-__all__ = ["AssertingWriter", "latency_rows"]
+__all__ = ["AssertingWriter", "EngineLatencies", "latencies"]
 
 #: The first seconds of a run are left out: the engine's job is still starting.
 WARM_UP_S = 15.0
@@ -59,32 +58,34 @@ class AssertingWriter:
             self._thread.join()
 
 
-def latency_rows(
+def latencies(
     acks: list[tuple[int, float]], reached: list[tuple[float, int]], began: float
-) -> tuple[list[list[str]], list[float]]:
-    """The figure's table: for each assertion after the warm-up, when the engine reached it.
+) -> list[float]:
+    """For each assertion after the warm-up that the engine reached: ms from its ack to that.
 
     ``reached`` is (wall time, engine watermark) in the order observed.
     """
-    latencies = []
+    found = []
     for asserted, acked in acks:
         if acked - began < WARM_UP_S:
             continue
         first = next((wall for wall, mark in reached if mark >= asserted), None)
         if first is not None:
-            latencies.append((first - acked) * 1000)
-    rows = [
-        ["assertions measured", "p50 ms", "p99 ms", "max ms"],
-        [
-            f"{len(latencies):,}",
-            f"{percentile(latencies, 50):,.0f}",
-            f"{percentile(latencies, 99):,.0f}",
-            f"{max(latencies, default=float('nan')):,.0f}",
-        ],
-    ]
-    return rows, latencies
+            found.append((first - acked) * 1000)
+    return found
 
 
-def table(rows: list[list[str]]) -> str:
-    """The rows as markdown."""
-    return markdown_table(rows)
+@dataclass(frozen=True)
+class EngineLatencies(Percentiles):
+    """An engine's run: the writer's settings, and each assertion's latency (ms)."""
+
+    interval_ms: int
+    seconds: float
+    values_ms: list[float]
+    software: tuple[str, ...] = ()
+    warm_up_s: float = WARM_UP_S
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """None: the figure is reported, not judged."""
+        return {}

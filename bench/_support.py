@@ -1,10 +1,11 @@
 """What the benchmarks share: child processes (store server, redis-server), timing, facts, figures.
 
-Not a benchmark itself (``run.py`` runs only ``*_bench.py`` files).
+Not a benchmark itself (the benchmarks are listed in :mod:`bench.registry`).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import json
@@ -21,8 +22,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from run import command_line, write_section
-
 __all__ = [
     "EVENT_BYTES",
     "BenchFailure",
@@ -30,7 +29,6 @@ __all__ = [
     "StoreServerProcess",
     "TimedEvents",
     "Timing",
-    "command_block",
     "cpu_model",
     "children",
     "cpu_seconds",
@@ -40,12 +38,10 @@ __all__ = [
     "machine_facts",
     "java_version",
     "json_event",
-    "markdown_table",
     "package_version",
     "percentile",
-    "print_table",
+    "positive",
     "raise_on_signal",
-    "run_and_record",
     "signals_interrupt",
     "timed",
     "write_store_and_files",
@@ -107,6 +103,7 @@ class Timing:
     client_cpu: float = float("nan")
     server_cpu: float | None = None
 
+    @property
     def cpu_text(self) -> str:
         """``client / server`` CPU seconds, ``?`` for a server figure not known."""
         server = "?" if self.server_cpu is None else f"{self.server_cpu:.2f}"
@@ -308,30 +305,6 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def run_and_record(
-    name: str, body: Callable[[], str], *, write: bool, stopped: str = "servers stopped"
-) -> int:
-    """Runs a benchmark's ``body`` and records the markdown it returns in section ``name``.
-
-    SIGTERM and SIGHUP unwind ``body`` like Ctrl-C. Returns 0, 1 when ``body``
-    raised :class:`BenchFailure`, 130 when interrupted; ``stopped`` says what
-    the unwinding cleaned up.
-    """
-    try:
-        with signals_interrupt():
-            markdown = body()
-    except BenchFailure as error:
-        print(f"{name} benchmark failed: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print(f"{name} benchmark interrupted ({stop or 'SIGINT'}); {stopped}", file=sys.stderr)
-        return 130
-    if write:
-        write_section(name, markdown)
-        print("written to bench/RESULTS.md")
-    return 0
-
-
 # --- facts and figures -----------------------------------------------------------
 
 
@@ -365,9 +338,16 @@ def machine_facts(*software: str) -> str:
     return f"{os.cpu_count()} cores ({cpu_model()}){memory}, {system}; {versions}"
 
 
-def command_block() -> list[str]:
-    """Markdown lines giving the command that started this run."""
-    return ["Command (from the repository root):", "", "```sh", command_line(), "```"]
+def positive(text: str) -> int:
+    """An option's value as an int > 0 (an argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        msg = f"{text!r} is not a whole number > 0"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -377,23 +357,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(q / 100 * len(ordered)))
     return ordered[min(rank, len(ordered)) - 1]
-
-
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for n, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
-        ]
-        print("  ".join(cells))
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
-
-
-def markdown_table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(rows[0]) + " |", "| --- " + "| ---: " * (len(rows[0]) - 1) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
-    return "\n".join(lines)
 
 
 # --- events the engine benchmarks share --------------------------------------------------

@@ -1,13 +1,13 @@
 """Event time from the writers: what assertions cost the store, and how fast readers see them.
 
-    python bench/run.py event_time                      # every part, default settings
-    python bench/event_time_bench.py --parts latency    # run directly, one part only
+    python -m bench.run event_time                      # every part, default settings
+    python -m bench.run event_time --parts latency      # one part only
 
 a. **throughput**: ``--writers`` writer threads append batches of
    ``--batch`` events of 100 bytes (each to a segment of its own of one
    stream, ``StoreClient.append``, as fast as the store acknowledges) for
    ``--seconds``; in the asserting runs each writer also asserts its event
-   time every ``--assert-every-ms``, in one of three ways (``HOW``): from a
+   time every ``--assert-every-ms``, in one of three ways (:data:`HOW`): from a
    timer thread beside the writer (``StoreClient.assert_watermark``), from
    the writer's thread between appends (the same call), or riding on the
    writer's next append (``StoreClient.append(..., assertion=...)``, as
@@ -33,53 +33,36 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _support import (  # noqa: E402
+from bench._support import (
     BenchFailure,
     StoreServerProcess,
-    command_block,
-    load_average,
-    machine_facts,
-    markdown_table,
-    percentile,
-    print_table,
-    run_and_record,
 )
-
-from connector import JsonSerializer, StoreClient  # noqa: E402
-from connector.model import Assertion  # noqa: E402
-from connector.reader import (  # noqa: E402
+from bench.figures import Percentiles, Target
+from connector import JsonSerializer, StoreClient
+from connector.model import Assertion
+from connector.reader import (
     FieldTimestampAssigner,
     ReaderConfig,
     ReaderGroupManager,
     TimeDomain,
 )
-from connector.server import StoreServer  # noqa: E402
-from connector.store import StoreConfig  # noqa: E402
+from connector.server import StoreServer
+from connector.store import StoreConfig
 
-__all__ = ["main"]
+__all__ = ["EventTimeFigures", "measure", "options"]
 
-SECTION = "event_time"
-HEADING = "Event time from the writers: assertions' cost and watermark latency"
 TARGET_RATIO = 0.95
 TARGET_LATENCY_P99_MS = 50.0
 SCOPE = "bench"
 PARTS = ("throughput", "journal", "latency")
-#: How the asserting runs assert, and how the results say it.
-HOW = {
-    "beside": "Assertions from a timer thread beside each writer (separate calls)",
-    "between": "Assertions from the writer's own thread, separate calls between appends",
-    "riding": "Assertions riding on the writer's next append (as `EventWriter.note_time` "
-    "sends them when events are queued)",
-}
+#: How the asserting runs assert: from a timer thread beside each writer (separate calls),
+#: from the writer's own thread between appends, or riding on the writer's next append.
+HOW = ("beside", "between", "riding")
 EVENT = b"x" * 100
 
 
@@ -93,6 +76,79 @@ class _Run:
     @property
     def rate(self) -> float:
         return self.events / self.seconds if self.seconds else 0.0
+
+    @property
+    def assertions_per_s(self) -> float:
+        return self.assertions / self.seconds
+
+    @property
+    def kind(self) -> str:
+        """``asserting`` or ``plain``."""
+        return "asserting" if self.asserting else "plain"
+
+
+@dataclass(frozen=True)
+class Asserting:
+    """Part a's runs for one way of asserting (``how``, one of :data:`HOW`)."""
+
+    how: str
+    runs: list[_Run]
+
+    @property
+    def beside(self) -> bool:
+        """Whether the assertions came from a timer thread beside each writer."""
+        return self.how == "beside"
+
+    @property
+    def between(self) -> bool:
+        """Whether the assertions came from the writer's thread, between appends."""
+        return self.how == "between"
+
+    @property
+    def riding(self) -> bool:
+        """Whether the assertions rode on the writer's next append."""
+        return self.how == "riding"
+
+    @property
+    def plain(self) -> float:
+        """The median events/s of the runs without assertions."""
+        return statistics.median(r.rate for r in self.runs if not r.asserting)
+
+    @property
+    def asserting(self) -> float:
+        """The median events/s of the asserting runs."""
+        return statistics.median(r.rate for r in self.runs if r.asserting)
+
+    @property
+    def target(self) -> Target:
+        """Asserting events/s over plain events/s (medians), held to :data:`TARGET_RATIO`."""
+        return Target(self.asserting / self.plain, ">=", TARGET_RATIO)
+
+
+@dataclass(frozen=True)
+class Journal:
+    """Part b's figures: the journal's size sampled every 100 ms, and what was written."""
+
+    seconds: float
+    assertions: int
+    appended: int
+    samples: list[tuple[float, int]]
+    final: int
+    index: int
+
+    @property
+    def largest(self) -> int:
+        """The largest journal seen, bytes."""
+        return max(size for _, size in self.samples)
+
+
+@dataclass(frozen=True)
+class Latency(Percentiles):
+    """Part c's figures: assertions made, watermark reads seen, latencies in ms."""
+
+    acks: int
+    marks: int
+    values_ms: list[float]
 
 
 def _throughput_run(
@@ -172,22 +228,9 @@ def _throughput_run(
     return run
 
 
-def _throughput(args: argparse.Namespace) -> list[str]:
-    lines = [
-        "### a. Append throughput with and without assertions",
-        "",
-        f"Workload: {args.writers} writer threads, each appending batches of {args.batch} events "
-        f"of 100 bytes to a segment of its own (one {args.writers}-segment stream) as fast as the "
-        f"store acknowledges, for {args.seconds} s; asserting runs also assert each writer's "
-        f"event time every {args.assert_every_ms} ms (an assertion reaches all "
-        f"{args.writers} segments). Runs alternate, {args.repetitions} of each; a server "
-        "subprocess, fsync on every commit. Three ways to assert: from a thread beside each "
-        "writer (a timer: each assertion is a call and a commit of its own), from the "
-        "writer's own thread between appends (the writer also waits for each assertion's "
-        "round trip), and riding on the writer's next append (no call or commit of its own: "
-        "what `EventWriter.note_time` and `assert_watermarks_from` do when events are queued).",
-        "",
-    ]
+def _throughput(args: argparse.Namespace) -> list[Asserting]:
+    """Part a: plain and asserting runs alternating, for each way of asserting asked for."""
+    found = []
     for how in args.how:
         runs: list[_Run] = []
         with StoreServerProcess("--max-watermark-lag-ms", "600000") as server:
@@ -204,35 +247,12 @@ def _throughput(args: argparse.Namespace) -> list[str]:
                             f"{run.rate:,.0f} events/s, {run.assertions} assertions",
                             flush=True,
                         )
-        plain = statistics.median(r.rate for r in runs if not r.asserting)
-        asserting = statistics.median(r.rate for r in runs if r.asserting)
-        ratio = asserting / plain
-        rows = [["run", "writers", "assertions", "events/s", "assertions/s"]]
-        for i, run in enumerate(runs, 1):
-            rows.append(
-                [
-                    str(i),
-                    "asserting" if run.asserting else "plain",
-                    f"{run.assertions:,}",
-                    f"{run.rate:,.0f}",
-                    f"{run.assertions / run.seconds:,.0f}",
-                ]
-            )
-        print_table(rows)
-        met = "met" if ratio >= TARGET_RATIO else "NOT met"
-        lines += [
-            f"{HOW[how]}:",
-            "",
-            markdown_table(rows),
-            "",
-            f"Medians: plain {plain:,.0f} events/s, asserting {asserting:,.0f} events/s; "
-            f"ratio **{ratio:.3f}** (target >= {TARGET_RATIO}: **{met}**).",
-            "",
-        ]
-    return lines
+        found.append(Asserting(how, runs))
+    return found
 
 
-def _journal(args: argparse.Namespace) -> list[str]:
+def _journal(args: argparse.Namespace) -> Journal:
+    """Part b: one writer asserting against a store in this process, its journal sampled."""
     samples: list[tuple[float, int]] = []
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as folder:
         config = StoreConfig(
@@ -265,38 +285,7 @@ def _journal(args: argparse.Namespace) -> list[str]:
             final = store.journal_size()
             segments = [store._catalog.segment_named(f"{SCOPE}/journal/{n}") for n in (0, 1)]  # noqa: SLF001
             index = max(len(segment.event_index_entries()[0]) for segment in segments)
-    largest = max(size for _, size in samples)
-    # Bytes per assertion: the journal's growth between samples (compactions left out).
-    growth = [b - a for (_, a), (_, b) in zip(samples, samples[1:], strict=False) if b > a]
-    per_assertion = statistics.median(growth) / (0.1 * 1000 / args.assert_every_ms) if growth else 0
-    per_hour = 3600 * 1000 / args.assert_every_ms
-    return [
-        "### b. Journal growth with assertions",
-        "",
-        f"Workload: one writer asserting every {args.assert_every_ms} ms for {seconds:.1f} s "
-        f"({assertions:,} assertions) on a 2-segment stream, with an append of 10 events every "
-        f"100 ms beside ({appended:,} appends); a store in this process compacting after "
-        f"{args.compact_after:,} journal records; journal size sampled every 100 ms.",
-        "",
-        markdown_table(
-            [
-                [
-                    "bytes per assertion",
-                    "largest journal",
-                    "journal at the end",
-                    "event-time index entries",
-                ],
-                [f"{per_assertion:,.0f}", f"{largest:,} B", f"{final:,} B", f"{index:,}"],
-            ]
-        ),
-        "",
-        f"An hour of one writer asserting every {args.assert_every_ms} ms is {per_hour:,.0f} "
-        f"assertions: {per_hour * per_assertion / 2**20:,.0f} MiB of journal without compaction; "
-        f"with it the journal stays below about twice its compaction threshold in records plus "
-        f"the snapshot ({largest:,} B here). The event-time index (one entry per change of a "
-        "segment's value between appends) lives in the snapshot, as the watermark index does.",
-        "",
-    ]
+    return Journal(seconds, assertions, appended, samples, final, index)
 
 
 @dataclass
@@ -304,7 +293,8 @@ class _Seen:
     marks: list[tuple[float, int]] = field(default_factory=list)
 
 
-def _latency(args: argparse.Namespace) -> list[str]:
+def _latency(args: argparse.Namespace) -> Latency:
+    """Part c: from each assertion's acknowledgement to a reader's watermark read covering it."""
     with StoreServerProcess("--max-watermark-lag-ms", "600000") as server:
         client = StoreClient(server.uri)
         client.create_scope(SCOPE)
@@ -348,30 +338,11 @@ def _latency(args: argparse.Namespace) -> list[str]:
         first = next((wall for wall, mark in marks if mark >= t), None)
         if first is not None:
             latencies.append((first - acked) * 1000)
-    p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
-    print(f"  latency: {len(latencies)} assertions, p50 {p50:.1f} ms, p99 {p99:.1f} ms")
-    met = "met" if p99 < TARGET_LATENCY_P99_MS else "NOT met"
-    return [
-        "### c. Event-time watermark latency under steady writes",
-        "",
-        f"Workload: a 2-segment stream; every {args.interval_ms} ms (fixed schedule, real clock) "
-        f"an append of 10 JSON events (alternating segments) and then an assertion of the "
-        f"events' time (`StoreClient.assert_watermark`), for {args.latency_seconds} s: "
-        f"{len(acks):,} assertions. One reader, event-time domain, in a thread, timestamps every "
-        f"watermark read with `time.time()` ({len(marks):,} watermark reads). Latency of an "
-        "assertion = wall time of the first watermark read `W >=` its time, minus the wall time "
-        "`assert_watermark` returned (a server subprocess).",
-        "",
-        markdown_table(
-            [
-                ["assertions measured", "p50 ms", "p99 ms", "max ms"],
-                [f"{len(latencies):,}", f"{p50:.1f}", f"{p99:.1f}", f"{max(latencies):.1f}"],
-            ]
-        ),
-        "",
-        f"Target p99 < {TARGET_LATENCY_P99_MS:.0f} ms: **{met}**.",
-        "",
-    ]
+    result = Latency(len(acks), len(marks), latencies)
+    print(
+        f"  latency: {len(latencies)} assertions, p50 {result.p50:.1f} ms, p99 {result.p99:.1f} ms"
+    )
+    return result
 
 
 def _numbers(tick: int) -> int:
@@ -379,31 +350,74 @@ def _numbers(tick: int) -> int:
     return ((tick - 1) // 2) * 10
 
 
-def _run(args: argparse.Namespace, parts: Sequence[str]) -> str:
-    load_before = load_average()
-    lines = [f"## {HEADING}", ""]
-    body: list[str] = []
-    if "throughput" in parts:
-        body += _throughput(args)
-    if "journal" in parts:
-        body += _journal(args)
-    if "latency" in parts:
-        body += _latency(args)
-    load_after = load_average()
-    lines += [
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine_facts()}. Load average (1 min) "
-        f"before the run {load_before:.2f}, after {load_after:.2f}: other developers' test runs "
-        "share the 2 cores, and every figure here moves with them.",
-        "",
-        *command_block(),
-        "",
-        *body,
-    ]
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class EventTimeFigures:
+    """The figures of the parts run (None, or empty: not run), and the settings."""
+
+    writers: int
+    batch: int
+    seconds: float
+    repetitions: int
+    assert_every_ms: int
+    compact_after: int
+    latency_seconds: float
+    interval_ms: int
+    throughput: list[Asserting]
+    journal: Journal | None
+    latency: Latency | None
+    software: tuple[str, ...] = ()
+
+    @property
+    def per_assertion(self) -> float:
+        """Journal bytes per assertion: its growth between samples (compactions left out)."""
+        assert self.journal is not None
+        samples = self.journal.samples
+        growth = [b - a for (_, a), (_, b) in zip(samples, samples[1:], strict=False) if b > a]
+        if not growth:
+            return 0
+        return statistics.median(growth) / (0.1 * 1000 / self.assert_every_ms)
+
+    @property
+    def per_hour(self) -> float:
+        """Assertions in an hour of one writer asserting every ``assert_every_ms``."""
+        return 3600 * 1000 / self.assert_every_ms
+
+    @property
+    def hour_mib(self) -> float:
+        """MiB of journal an hour of assertions writes without compaction."""
+        return self.per_hour * self.per_assertion / 2**20
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """Each way of asserting's throughput ratio, and part c's p99."""
+        targets = {f"{a.how}_ratio": a.target for a in self.throughput}
+        if self.latency is not None:
+            targets["latency_p99"] = Target(self.latency.p99, "<", TARGET_LATENCY_P99_MS, "ms")
+        return targets
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the parts asked for and records their figures."""
+def measure(args: argparse.Namespace) -> EventTimeFigures:
+    """The parts asked for, one after the other."""
+    if args.writers < 1 or args.repetitions < 1:
+        msg = "--writers and --repetitions must be >= 1"
+        raise BenchFailure(msg)
+    return EventTimeFigures(
+        writers=args.writers,
+        batch=args.batch,
+        seconds=args.seconds,
+        repetitions=args.repetitions,
+        assert_every_ms=args.assert_every_ms,
+        compact_after=args.compact_after,
+        latency_seconds=args.latency_seconds,
+        interval_ms=args.interval_ms,
+        throughput=_throughput(args) if "throughput" in args.parts else [],
+        journal=_journal(args) if "journal" in args.parts else None,
+        latency=_latency(args) if "latency" in args.parts else None,
+    )
+
+
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(prog="event_time_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--writers", type=int, default=4)
@@ -411,18 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--assert-every-ms", type=int, default=10)
-    parser.add_argument("--how", nargs="+", choices=list(HOW), default=list(HOW))
+    parser.add_argument("--how", nargs="+", choices=HOW, default=list(HOW))
     parser.add_argument("--journal-seconds", type=float, default=30.0)
     parser.add_argument("--compact-after", type=int, default=1_000)
     parser.add_argument("--latency-seconds", type=float, default=10.0)
     parser.add_argument("--interval-ms", type=int, default=10)
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
-    args = parser.parse_args(argv)
-    if args.writers < 1 or args.repetitions < 1:
-        msg = "--writers and --repetitions must be >= 1"
-        raise BenchFailure(msg)
-    return run_and_record(SECTION, lambda: _run(args, args.parts), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return parser

@@ -1,7 +1,7 @@
 """Flink in the event-time domain: from a writer's assertion to the job's watermark.
 
-    .venv-flink/bin/python bench/run.py event_time_flink     # 45 s of writes
-    .venv-flink/bin/python bench/event_time_flink_bench.py --seconds 30 --no-write
+    .venv-flink/bin/python -m bench.run event_time_flink     # 45 s of writes
+    .venv-flink/bin/python -m bench.run event_time_flink --seconds 30 --no-write
 
 A store server subprocess; a writer asserting every ``--interval-ms`` (see
 :mod:`_event_time_engines`); a PyFlink job (local mini-cluster, parallelism
@@ -16,36 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
-from collections.abc import Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # examples
+from bench._event_time_engines import AssertingWriter, EngineLatencies, latencies
+from bench._support import StoreServerProcess
+from connector import StoreClient
+from examples.job_output import Collected
 
-import pyflink  # noqa: E402,F401  (skipped where Flink is not installed)
-from _event_time_engines import AssertingWriter, latency_rows, table  # noqa: E402
-from _support import (  # noqa: E402
-    StoreServerProcess,
-    command_block,
-    load_average,
-    machine_facts,
-    print_table,
-    run_and_record,
-)
-
-from connector import StoreClient  # noqa: E402
-from examples.job_output import Collected  # noqa: E402
-
-__all__ = ["main"]
-
-SECTION = "event_time_flink"
-HEADING = "Flink in the event-time domain: from an assertion to the job's watermark"
+__all__ = ["measure", "options"]
 
 
-def _run(args: argparse.Namespace) -> str:
+def measure(args: argparse.Namespace) -> EngineLatencies:
+    """A PyFlink job in the event-time domain while a writer asserts; the latencies."""
     from pyflink.common import Configuration, Types
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.datastream.functions import KeyedProcessFunction
@@ -56,7 +39,6 @@ def _run(args: argparse.Namespace) -> str:
         def process_element(self, value: Any, ctx: Any) -> Any:
             yield json.dumps([time.time(), ctx.timer_service().current_watermark()])
 
-    load_before = load_average()
     configuration = Configuration()
     configuration.set_string("parallelism.default", "2")
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
@@ -87,41 +69,12 @@ def _run(args: argparse.Namespace) -> str:
                 writer.stop()
             rows_seen = list(output.rows)
     reached = [(wall, mark) for wall, mark in rows_seen]  # Collected parsed each JSON row
-    rows, latencies = latency_rows(writer.acks, reached, began)
-    print_table(rows)
-    return "\n".join(
-        [
-            f"## {HEADING}",
-            "",
-            f"Measured {time.strftime('%Y-%m-%d')} on {machine_facts()}. Load average (1 min) "
-            f"{load_before:.2f} before, {load_average():.2f} after: other developers' test runs "
-            "share the 2 cores.",
-            "",
-            f"A writer appends a reading to each of 2 segments and asserts its time every "
-            f"{args.interval_ms} ms for {args.seconds} s; a PyFlink job (local mini-cluster, "
-            "parallelism 2, the adapter's latency settings) reads the stream in the event-time "
-            "domain into a keyed function stamping each reading with the wall time and Flink's "
-            "watermark there. Latency = when Flink's watermark there was first seen at or "
-            "above an assertion, minus the assertion's acknowledgement; after a 15 s warm-up. "
-            "A watermark is seen with the next reading after it, so the figure includes up to "
-            "one interval of waiting for a reading.",
-            "",
-            table(rows),
-            "",
-            *command_block(),
-        ]
-    ) + ("\n" if latencies else "\nNo assertion was reached after the warm-up.\n")
+    return EngineLatencies(args.interval_ms, args.seconds, latencies(writer.acks, reached, began))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the benchmark and records its figures."""
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(prog="event_time_flink_bench")
     parser.add_argument("--seconds", type=float, default=45.0)
     parser.add_argument("--interval-ms", type=int, default=100)
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
-    args = parser.parse_args(argv)
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return parser

@@ -1,7 +1,7 @@
 """Flink benchmark: the tidemark source beside Flink's file source, and watermark latency.
 
-    python bench/run.py flink                       # 1,000,000 events, 30 s of latency
-    python bench/run.py flink --events 200000 --latency-seconds 10 --no-write
+    python -m bench.run flink                       # 1,000,000 events, 30 s of latency
+    python -m bench.run flink --events 200000 --latency-seconds 10 --no-write
 
 Run it in the Flink environment (``.venv-flink/bin/python``). A store server
 subprocess (``python -m connector.server``, no idle ticks) holds ``--events``
@@ -73,46 +73,39 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cloudpickle
+from pyflink.common import Configuration, Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors import Sink
+from pyflink.datastream.functions import (
+    KeyedProcessFunction,
+    RuntimeContext,
+)
+from pyflink.java_gateway import get_gateway
+from pyflink.table import StreamTableEnvironment
+from pyflink.table.expressions import col
 
-import cloudpickle  # noqa: E402
-from _support import (  # noqa: E402
+from bench._support import (
     EVENT_BYTES,
     BenchFailure,
     StoreServerProcess,
     children,
-    command_block,
     cpu_seconds,
     descendants,
     free_port,
     java_version,
     json_event,
-    load_average,
-    machine_facts,
-    markdown_table,
     package_version,
-    percentile,
-    print_table,
-    run_and_record,
+    positive,
     write_store_and_files,
 )
-from pyflink.common import Configuration, Types  # noqa: E402
-from pyflink.datastream import StreamExecutionEnvironment  # noqa: E402
-from pyflink.datastream.connectors import Sink  # noqa: E402
-from pyflink.datastream.functions import (  # noqa: E402
-    KeyedProcessFunction,
-    RuntimeContext,
-)
-from pyflink.java_gateway import get_gateway  # noqa: E402
-from pyflink.table import StreamTableEnvironment  # noqa: E402
-from pyflink.table.expressions import col  # noqa: E402
+from bench.figures import Percentiles, Target
+from connector import EventWriter, StoreClient, StringSerializer
+from connector.client.routing import key_position
+from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.python_mode import PROCESS, THREAD, configure_job
 
-from connector import EventWriter, StoreClient, StringSerializer  # noqa: E402
-from connector.client.routing import key_position  # noqa: E402
-from flink_adapter import FlinkTidemarkReader, TimeDomain  # noqa: E402
-from flink_adapter.python_mode import PROCESS, THREAD, configure_job  # noqa: E402
-
-__all__ = ["main"]
+__all__ = ["FlinkFigures", "measure", "options"]
 
 # The Python workers unpickle this module's functions: they cannot import it.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -121,8 +114,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 # process. Process mode is how PyFlink's own tests get the cluster's layout locally.
 os.environ.setdefault("_python_worker_execution_mode", "process")
 
-SECTION = "flink"
-HEADING = "Flink adapter: steady-state throughput beside Flink's file source, and watermark latency"
 #: Thread mode against process mode, the same job in the same run (issue 25).
 TARGET_THREAD_SPEEDUP = 2.0
 #: (tidemark + Python map) / (file source + the same Python map).
@@ -489,13 +480,18 @@ def run_file(json_dir: str, events: int, job: Job, store_pid: int) -> Throughput
 
 
 @dataclass
-class Latency:
+class Latency(Percentiles):
     """Watermark latency per batch, in seconds."""
 
     rate: int
     seconds: float
     batches: list[float] = field(default_factory=list)
     unfired: int = 0
+
+    @property
+    def values_ms(self) -> list[float]:
+        """Each measured batch's latency, ms."""
+        return [s * 1000 for s in self.batches]
 
 
 def run_latency(uri: str, rate: int, seconds: float, work: str, epoch_ms: int | None) -> Latency:
@@ -628,8 +624,8 @@ def _write(server: StoreServerProcess, args: argparse.Namespace, data: DataSet) 
     return data
 
 
-def _run(args: argparse.Namespace) -> str:
-    args.load_before = load_average()
+def measure(args: argparse.Namespace) -> FlinkFigures:
+    """The warm-up job, the throughput jobs one after the other, then the latency job."""
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-flink-bench-") as work,
         StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
@@ -646,8 +642,8 @@ def _run(args: argparse.Namespace) -> str:
         )
         store = (server.uri, server.pid)
         print(f"warm-up: {WARMING_JOB.label} ...", flush=True)
-        args.warm_up_rate = _run_job(WARMING_JOB, args, store, warm_up).steady_events_per_s
-        print(f"  {args.warm_up_rate:,.0f} events/s", flush=True)
+        warm_up_rate = _run_job(WARMING_JOB, args, store, warm_up).steady_events_per_s
+        print(f"  {warm_up_rate:,.0f} events/s", flush=True)
         runs = []
         for job in JOBS:
             print(f"{job.label} ...", flush=True)
@@ -657,8 +653,20 @@ def _run(args: argparse.Namespace) -> str:
             runs.append(run)
         print(f"watermark latency: {args.latency_seconds:.0f} s ...", flush=True)
         latency = run_latency(server.uri, args.rate, args.latency_seconds, work, args.epoch_ms)
-    args.load_after = load_average()
-    return _report(args, runs, latency)
+    if latency.unfired:
+        msg = f"{latency.unfired} batches' timers never fired"
+        raise BenchFailure(msg)
+    return FlinkFigures(
+        events=args.events,
+        keys=args.keys,
+        file_copies=args.file_copies,
+        map_events=args.map_events,
+        warm_up_events=args.warm_up_events,
+        warm_up_rate=warm_up_rate,
+        runs=runs,
+        latency=latency,
+        software=(f"apache-flink {package_version('apache-flink')}", java_version()),
+    )
 
 
 def _run_job(
@@ -677,131 +685,106 @@ def _run_job(
     return run_file(data.json_dir, data.events * args.file_copies, job, store_pid)
 
 
-def _report(args: argparse.Namespace, runs: list[Throughput], latency: Latency) -> str:
-    rate = {run.system: run.steady_events_per_s for run in runs}
-    speedup = rate["tidemark, thread"] / rate["tidemark, process"]
-    speedup_reuse = rate["tidemark, thread, object reuse"] / rate["tidemark, process, object reuse"]
-    user_view = {
-        mode: rate[f"tidemark + map, {mode}"] / rate[f"file + map, {mode}"]
-        for mode in (THREAD, PROCESS)
-    }
-    flink = f"apache-flink {package_version('apache-flink')}"
-    rows = [
-        [
-            "job",
-            "steady events/s",
-            *(f"{name} CPU µs/event" for name in PROCESSES),
-            "job start s",
-        ]
-    ]
-    for run in runs:
-        cpu = [f"{run.cpu_us[name]:.1f}" for name in PROCESSES]
-        rows.append([run.system, f"{run.steady_events_per_s:,.0f}", *cpu, f"{run.start_s:.1f}"])
-    print_table(rows)
-    ms = [s * 1000 for s in latency.batches]
-    p50, p99 = percentile(ms, 50), percentile(ms, 99)
-    latency_rows = [
-        ["rate events/s", "batches", "p50 ms", "p99 ms", "max ms", "unfired"],
-        [
-            f"{latency.rate:,}",
-            f"{len(ms):,}",
-            f"{p50:.0f}",
-            f"{p99:.0f}",
-            f"{max(ms):.0f}" if ms else "-",
-            str(latency.unfired),
-        ],
-    ]
-    print_table(latency_rows)
+@dataclass(frozen=True)
+class FlinkFigures:
+    """Each throughput job's run, the warm-up's rate, the latency job's, and the settings."""
 
-    def verdict(ok: bool) -> str:
-        return "**met**" if ok else "**missed**"
+    events: int
+    keys: int
+    file_copies: int
+    map_events: int
+    warm_up_events: int
+    warm_up_rate: float
+    runs: list[Throughput]
+    latency: Latency
+    software: tuple[str, ...]
+    event_bytes: int = EVENT_BYTES
+    parallelism: int = PARALLELISM
+    warming_job: str = WARMING_JOB.label
+    batch_every_ms: float = BATCH_EVERY_S * 1000
+    warm_up_s: float = WARM_UP_S
+    buffer_timeout_ms: int = LATENCY_BUFFER_TIMEOUT_MS
 
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Machine: {machine_facts(flink, java_version())}. "
-        f"Load average (1 min) before the run: {args.load_before:.2f}, after it: "
-        f"{args.load_after:.2f} (the machine is shared: other developers' tests ran too).",
-        "",
-        *command_block(),
-        "",
-        f"{args.events:,} events of {EVENT_BYTES} bytes, {args.keys} keys, a 2-segment stream "
-        f"and the same events as JSON-lines files (read {args.file_copies} times over by the "
-        f"file jobs without a map, through hard links); parallelism {PARALLELISM}. First, not "
-        f"judged, a warm-up job ({WARMING_JOB.label}, {args.warm_up_events:,} events: "
-        f"{args.warm_up_rate:,.0f} events/s): the JVM keeps compiling the code every "
-        "job shares over the first jobs of a run. `tidemark, MODE`: the source's DataStream "
-        "in PyFlink's process or thread mode (each job's readers reported the mode they ran "
-        "in, `tidemark.pythonThreadMode`, as asked) into Flink's DiscardingSink; `file`: "
-        "Flink's filesystem source with the json format into the blackhole sink (the JVM's "
-        f"ceiling); `+ map` ({args.map_events:,} events): the user's view, each source's one "
-        "column the map needs (tidemark: its table's `event`; file: each line, the raw "
-        "format) made a DataStream, into a Python `map` that parses the event's JSON and "
-        "returns one field, into the discarding sink, in each mode; `tidemark rows + map`: "
-        "the source's DataStream rows, every column, into the same map. Rows counted at the "
-        "sink over the REST API; steady state: events/s between 10 % and 90 % of the events "
-        "at the sink, and the CPU time each process took over the same span, per event (the "
-        "JVM holds thread mode's "
-        "Python); job start: submit to the first row there.",
-        "",
-        markdown_table(rows),
-        "",
-        f"- thread mode >= {TARGET_THREAD_SPEEDUP}x process mode, same run: "
-        f"{speedup:.2f}x, {verdict(speedup >= TARGET_THREAD_SPEEDUP)}; with object reuse "
-        f"{speedup_reuse:.2f}x, {verdict(speedup_reuse >= TARGET_THREAD_SPEEDUP)}",
-        *(
-            f"- the user's view in {mode} mode, (tidemark + map) / (file + map) >= "
-            f"{TARGET_USER_VIEW_RATIO}: {ratio:.2f}, {verdict(ratio >= TARGET_USER_VIEW_RATIO)}"
-            for mode, ratio in user_view.items()
-        ),
-        f"- beside the JVM's ceiling (no Python stage): thread mode "
-        f"{rate['tidemark, thread'] / rate['file']:.3f} of the file job, with object reuse "
-        f"{rate['tidemark, thread, object reuse'] / rate['file, object reuse']:.3f}",
-        "",
-        f"Watermark latency (thread mode): {latency.rate:,} events/s appended in batches every "
-        f"{BATCH_EVERY_S * 1000:.0f} ms for {latency.seconds:.0f} s after {WARM_UP_S:.0f} s of "
-        "warm-up, then one closing batch to every segment (not measured); from each append's "
-        "acknowledgement to the event-time timer of its last event firing (Flink's watermark "
-        "at the keyed function covering it). The job sets a network buffer timeout of "
-        f"{LATENCY_BUFFER_TIMEOUT_MS} ms, as the README advises for low latency (the hop to the "
-        "keyed function is the job's, not the source's).",
-        "",
-        markdown_table(latency_rows),
-        "",
-        f"- watermark latency p99 < {TARGET_LATENCY_P99_MS} ms: {p99:.0f} ms, "
-        f"{verdict(p99 < TARGET_LATENCY_P99_MS)}",
-    ]
-    if latency.unfired:
-        msg = f"{latency.unfired} batches' timers never fired"
-        raise BenchFailure(msg)
-    return "\n".join(lines)
+    @property
+    def rate(self) -> dict[str, float]:
+        """Steady-state events/s by job label (``tidemark, thread``)."""
+        return {run.system: run.steady_events_per_s for run in self.runs}
+
+    @property
+    def ceiling(self) -> dict[str, float]:
+        """Thread mode's events/s over the file job's (``plain``) and with object reuse."""
+        rate = self.rate
+        return {
+            "plain": rate["tidemark, thread"] / rate["file"],
+            "object_reuse": rate["tidemark, thread, object reuse"] / rate["file, object reuse"],
+        }
+
+    @property
+    def user_view(self) -> dict[str, Target]:
+        """By mode (thread, process): (tidemark + map) / (file + map), held to its target."""
+        rate = self.rate
+        return {
+            mode: Target(
+                rate[f"tidemark + map, {mode}"] / rate[f"file + map, {mode}"],
+                ">=",
+                TARGET_USER_VIEW_RATIO,
+            )
+            for mode in (THREAD, PROCESS)
+        }
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """Thread mode's speedup (without and with object reuse), the user's view, latency."""
+        rate = self.rate
+        return {
+            "speedup": Target(
+                rate["tidemark, thread"] / rate["tidemark, process"], ">=", TARGET_THREAD_SPEEDUP
+            ),
+            "speedup_reuse": Target(
+                rate["tidemark, thread, object reuse"] / rate["tidemark, process, object reuse"],
+                ">=",
+                TARGET_THREAD_SPEEDUP,
+            ),
+            **{f"user_view_{mode}": target for mode, target in self.user_view.items()},
+            "latency_p99": Target(self.latency.p99, "<", TARGET_LATENCY_P99_MS, "ms"),
+        }
 
 
-def _parser() -> argparse.ArgumentParser:
+def _warm_up_events(text: str) -> int:
+    """``--warm-up-events``: at least 10."""
+    value = positive(text)
+    if value < 10:
+        msg = f"must be at least 10, got {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(prog="flink_bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=1_000_000, help="default 1,000,000")
-    parser.add_argument("--keys", type=int, default=16, help="routing keys (default 16)")
-    parser.add_argument("--file-events", type=int, default=50_000, help="events per file")
+    parser.add_argument("--events", type=positive, default=1_000_000, help="default 1,000,000")
+    parser.add_argument("--keys", type=positive, default=16, help="routing keys (default 16)")
+    parser.add_argument("--file-events", type=positive, default=50_000, help="events per file")
     parser.add_argument(
         "--file-copies",
-        type=int,
+        type=positive,
         default=5,
         help="the file job reads the files this many times over (hard links), so that its "
         "steady state lasts several of the 500 ms polls (default 5)",
     )
     parser.add_argument(
         "--map-events",
-        type=int,
+        type=positive,
         default=300_000,
         help="events of each job with the user's map, slower by far (default 300,000)",
     )
     parser.add_argument(
         "--warm-up-events",
-        type=int,
+        type=_warm_up_events,
         default=500_000,
         help="events of the warm-up job, run first and not judged (default 500,000)",
     )
-    parser.add_argument("--rate", type=int, default=1_000, help="latency writes, events/s")
+    parser.add_argument("--rate", type=positive, default=1_000, help="latency writes, events/s")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument(
         "--epoch-ms", type=int, help="the reader's epoch interval (default: the builder's)"
@@ -809,27 +792,4 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--epoch-events", type=int, help="the reader's events per epoch (default: the builder's)"
     )
-    parser.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
     return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Runs the benchmark; 0 when it ran (targets met or not), 1 when a check failed."""
-    args = _parser().parse_args(argv)
-    if min(args.events, args.map_events, args.keys, args.file_events, args.file_copies) <= 0:
-        msg = "--events, --map-events, --keys, --file-events and --file-copies must be > 0"
-        print(msg, file=sys.stderr)
-        return 2
-    if args.rate <= 0:
-        msg = f"--rate must be > 0, got {args.rate}"
-        print(msg, file=sys.stderr)
-        return 2
-    if args.warm_up_events < 10:
-        msg = f"--warm-up-events must be at least 10, got {args.warm_up_events}"
-        print(msg, file=sys.stderr)
-        return 2
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """JetStream benchmark: the JetStream store on 3 nodes beside the file store, and leader kills.
 
-    python bench/run.py jetstream                   # 1,000,000 events, 3 rounds, 10 kills
-    python bench/jetstream_bench.py --events 200000 --rounds 1 --kills 3
+    python -m bench.run jetstream                   # 1,000,000 events, 3 rounds, 10 kills
+    python -m bench.run jetstream --events 200000 --rounds 1 --kills 3 --no-write
 
 Part 1, appends and reads, in the same run and alternating (file, JetStream,
 file, ...): a ``python -m connector.server`` on the file store (fsync on
@@ -28,41 +28,28 @@ import argparse
 import os
 import random
 import statistics
-import sys
+import subprocess
 import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc
 
-import grpc  # noqa: E402
-from _support import (  # noqa: E402
+from bench._support import (
     BenchFailure,
     StoreServerProcess,
-    command_block,
     cpu_seconds,
-    load_average,
-    machine_facts,
-    markdown_table,
     package_version,
-    percentile,
-    print_table,
-    run_and_record,
 )
+from bench.figures import Percentiles, Target
+from connector import BytesSerializer, EventWriter, StoreClient
+from connector.framing import iter_frames
+from connector.store.jetstream.local_cluster import LocalCluster, find_nats_server
 
-from connector import BytesSerializer, EventWriter, StoreClient  # noqa: E402
-from connector.framing import iter_frames  # noqa: E402
-from connector.store.jetstream.local_cluster import LocalCluster, find_nats_server  # noqa: E402
+__all__ = ["JetStreamFigures", "Phase", "Round", "measure", "options"]
 
-__all__ = ["main"]
-
-SECTION = "jetstream"
-HEADING = (
-    "JetStream store: appends, reads and leader kills on a 3-node cluster, beside the file store"
-)
 TARGET_RATIO = 0.5
 TARGET_OUTAGE_S = 10.0
 CALL_TIMEOUT_S = 120.0
@@ -80,17 +67,28 @@ class Phase:
 
     @property
     def rate(self) -> float:
+        """Events per second."""
         return self.events / self.seconds
+
+    @property
+    def nats_cpu(self) -> float:
+        """CPU seconds of the three nats-server processes together."""
+        return sum(v for k, v in self.cpu.items() if k.startswith("nats"))
 
 
 @dataclass
-class Round:
+class Round(Percentiles):
     """One system's figures in one round."""
 
     system: str
     append: Phase
     read: Phase
     latencies_ms: list[float]
+
+    @property
+    def values_ms(self) -> list[float]:
+        """The append latencies, ms."""
+        return self.latencies_ms
 
 
 def _payloads(count: int, size: int, seed: int) -> tuple[list[bytes], int]:
@@ -218,8 +216,8 @@ def _outages(cluster: LocalCluster, uri: str, kills: int, namespace: str) -> lis
     return outages
 
 
-def _run(args: argparse.Namespace) -> str:
-    args.load_before = load_average()
+def measure(args: argparse.Namespace) -> JetStreamFigures:
+    """Both stores, ``--rounds`` times, then ``--kills`` leader kills."""
     payloads, expected = _payloads(args.events, 100, args.seed)
     rounds: list[Round] = []
     with tempfile.TemporaryDirectory(prefix="jetstream-bench-") as scratch:
@@ -244,7 +242,7 @@ def _run(args: argparse.Namespace) -> str:
                         print(
                             f"  append {done.append.rate:,.0f} events/s, read "
                             f"{done.read.rate:,.0f} events/s, append p99 "
-                            f"{percentile(done.latencies_ms, 99):.2f} ms",
+                            f"{done.p99:.2f} ms",
                             flush=True,
                         )
                         rounds.append(done)
@@ -253,134 +251,107 @@ def _run(args: argparse.Namespace) -> str:
                 )
         finally:
             cluster.stop()
-    args.load_after = load_average()
-    return _report(args, rounds, outages)
-
-
-def _median(rounds: Sequence[Round], system: str, phase: str) -> float:
-    return statistics.median(getattr(r, phase).rate for r in rounds if r.system == system)
-
-
-def _cpu_per_event(rounds: Sequence[Round], system: str, phase: str) -> dict[str, float]:
-    """Median CPU microseconds per event, by process."""
-    mine = [getattr(r, phase) for r in rounds if r.system == system]
-    names = mine[0].cpu.keys()
-    return {n: statistics.median(p.cpu[n] / p.events * 1e6 for p in mine) for n in names}
-
-
-def _report(args: argparse.Namespace, rounds: list[Round], outages: list[float]) -> str:
-    rows = [
-        [
-            "round",
-            "store",
-            "append events/s",
-            "read events/s",
-            "append p50 ms",
-            "append p99 ms",
-            "append CPU s: client / server / nats (3 nodes)",
-            "read CPU s: client / server / nats",
-        ]
-    ]
-    for n, r in enumerate(rounds):
-        nats = lambda p: sum(v for k, v in p.cpu.items() if k.startswith("nats"))  # noqa: E731
-        rows.append(
-            [
-                str(n // 2 + 1),
-                r.system,
-                f"{r.append.rate:,.0f}",
-                f"{r.read.rate:,.0f}",
-                f"{percentile(r.latencies_ms, 50):.2f}",
-                f"{percentile(r.latencies_ms, 99):.2f}",
-                f"{r.append.cpu['client']:.2f} / {r.append.cpu['server']:.2f} / "
-                f"{nats(r.append):.2f}",
-                f"{r.read.cpu['client']:.2f} / {r.read.cpu['server']:.2f} / {nats(r.read):.2f}",
-            ]
-        )
-    print_table(rows)
-    file_append, js_append = (
-        _median(rounds, "file", "append"),
-        _median(rounds, "jetstream", "append"),
-    )
-    file_read, js_read = _median(rounds, "file", "read"), _median(rounds, "jetstream", "read")
-    append_ratio, read_ratio = js_append / file_append, js_read / file_read
-    per_event = _cpu_per_event(rounds, "jetstream", "append")
-    busiest = max(per_event, key=per_event.__getitem__)
-    total_us = sum(per_event.values())
-    cores = os.cpu_count() or 1
-    # Three machines: each process has cores of its own; the busiest one bounds the rate.
-    three_machines = 1e6 / per_event[busiest]
-    # A 1 Gb/s network: the leader sends each frame (118 bytes) to two followers.
-    network_bound = 125e6 / (2 * 118)
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {_machine()}.",
-        "",
-        *command_block(),
-        "",
-        f"Workload: {args.events:,} events of 100 bytes per store and round, {args.rounds} "
-        "rounds alternating file and JetStream, in one run. One EventWriter (1 MiB or 20,000 "
-        "events per append), then reads of 1 MiB from offset 0, every event decoded and "
-        f"checked; append latency from {LATENCY_APPENDS:,} appends of {LATENCY_BATCH} events "
-        "one after the other. The file store: a server process, fsync on every commit. "
-        "JetStream: a server process with --storage jetstream on a 3-node cluster of "
-        "nats-server processes on loopback (replicas 3, sync_interval always: a node fsyncs "
-        "before it acknowledges). Everything runs on this machine's "
-        f"{cores} cores: the benchmark, the Tidemark server and, for JetStream, three "
-        f"nats-server processes. Load average (1 min) {args.load_before:.2f} before the run, "
-        f"{args.load_after:.2f} after: other developers' test runs shared the machine.",
-        "",
-        markdown_table(rows),
-        "",
-        f"Medians: append file {file_append:,.0f}, JetStream {js_append:,.0f} events/s "
-        f"(ratio **{append_ratio:.2f}**); read file {file_read:,.0f}, JetStream "
-        f"{js_read:,.0f} events/s (ratio **{read_ratio:.2f}**).",
-        "",
-        "Where the time goes (JetStream appends, median CPU per event): "
-        + ", ".join(f"{name} {us:.2f} µs" for name, us in per_event.items())
-        + f"; {total_us:.2f} µs in all, on {cores} cores shared by every process.",
-        "",
-        "On paper, three machines (one nats-server and one Tidemark server each, the client "
-        f"apart): each process gets cores of its own, so the busiest one ({busiest}, "
-        f"{per_event[busiest]:.2f} µs per event) bounds one stream's appends at about "
-        f"{three_machines:,.0f} events/s; a 1 Gb/s network carries the leader's two copies "
-        f"of every 118-byte frame up to about {network_bound:,.0f} events/s. Streams lead "
-        "on different nodes and several Tidemark servers share the clients, so more streams "
-        "add to that rather than share it.",
-    ]
-    if outages:
-        lines += [
-            "",
-            f"Write outage on a kill -9 of the stream's leader, from the client ({len(outages)} "
-            f"kills): p50 **{statistics.median(outages):.2f} s**, max **{max(outages):.2f} s** "
-            f"(each: {', '.join(f'{o:.2f}' for o in outages)} s). JetStream's election takes "
-            "4.5 to 7.8 s; a publish to the dead leader times out after 2 s and is sent again "
-            "under the same compare-and-set.",
-        ]
-    verdicts = [
-        (f"appends >= {TARGET_RATIO} of the file store's", append_ratio >= TARGET_RATIO),
-        (f"reads >= {TARGET_RATIO} of the file store's", read_ratio >= TARGET_RATIO),
-    ]
-    if outages:
-        verdicts.append(
-            (f"write outage within {TARGET_OUTAGE_S:.0f} s (max)", max(outages) <= TARGET_OUTAGE_S)
-        )
-    lines += ["", "Targets:", ""]
-    lines += [f"- {what}: **{'met' if ok else 'missed'}**" for what, ok in verdicts]
-    return "\n".join(lines)
-
-
-def _machine() -> str:
-    return machine_facts(
+    software = (
         f"grpcio {grpc.__version__}",
         f"nats-py {package_version('nats-py')}",
         f"nats-server {_nats_version()}",
     )
+    return JetStreamFigures(args.events, args.rounds, rounds, outages, software)
+
+
+@dataclass(frozen=True)
+class JetStreamFigures:
+    """Each round's figures of both stores, the outages of the leader kills, and the settings."""
+
+    events: int
+    round_count: int
+    rounds: list[Round]
+    outages: list[float]
+    software: tuple[str, ...]
+    latency_appends: int = LATENCY_APPENDS
+    latency_batch: int = LATENCY_BATCH
+
+    @property
+    def numbered(self) -> list[tuple[int, Round]]:
+        """(round number from 1, its figures of one store), in the order run."""
+        return [(n // 2 + 1, r) for n, r in enumerate(self.rounds)]
+
+    def _median(self, system: str, phase: str) -> float:
+        return statistics.median(getattr(r, phase).rate for r in self.rounds if r.system == system)
+
+    @property
+    def medians(self) -> dict[str, float]:
+        """Median events/s by ``STORE_PHASE``: ``file_append``, ``jetstream_read`` ..."""
+        return {
+            f"{system}_{phase}": self._median(system, phase)
+            for system in ("file", "jetstream")
+            for phase in ("append", "read")
+        }
+
+    @property
+    def append_ratio(self) -> float:
+        """JetStream's median append events/s over the file store's."""
+        return self._median("jetstream", "append") / self._median("file", "append")
+
+    @property
+    def read_ratio(self) -> float:
+        """JetStream's median read events/s over the file store's."""
+        return self._median("jetstream", "read") / self._median("file", "read")
+
+    @property
+    def per_event(self) -> dict[str, float]:
+        """Median CPU microseconds per JetStream append event, by process."""
+        mine = [r.append for r in self.rounds if r.system == "jetstream"]
+        names = mine[0].cpu.keys()
+        return {n: statistics.median(p.cpu[n] / p.events * 1e6 for p in mine) for n in names}
+
+    @property
+    def total_us(self) -> float:
+        """CPU microseconds per JetStream append event, every process together."""
+        return sum(self.per_event.values())
+
+    @property
+    def busiest(self) -> str:
+        """The process with the most CPU per JetStream append event."""
+        per_event = self.per_event
+        return max(per_event, key=per_event.__getitem__)
+
+    @property
+    def busiest_us(self) -> float:
+        """The busiest process's CPU microseconds per JetStream append event."""
+        return self.per_event[self.busiest]
+
+    @property
+    def three_machines(self) -> float:
+        """Events/s the busiest process bounds one stream at, each process with cores of its own."""
+        return 1e6 / self.busiest_us
+
+    @property
+    def network_bound(self) -> float:
+        """Events/s a 1 Gb/s network carries: the leader sends each 118-byte frame to two nodes."""
+        return 125e6 / (2 * 118)
+
+    @property
+    def kills(self) -> int:
+        """Leader kills measured."""
+        return len(self.outages)
+
+    @property
+    def outage_p50(self) -> float:
+        """The median outage, seconds."""
+        return statistics.median(self.outages)
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """JetStream's rates beside the file store's, and the longest outage (when killed)."""
+        return {
+            "append_ratio": Target(self.append_ratio, ">=", TARGET_RATIO),
+            "read_ratio": Target(self.read_ratio, ">=", TARGET_RATIO),
+            "outage": Target(max(self.outages, default=None), "<=", TARGET_OUTAGE_S, "s"),
+        }
 
 
 def _nats_version() -> str:
-    import subprocess
-
     try:
         done = subprocess.run([find_nats_server(), "--version"], capture_output=True, text=True)
     except OSError:
@@ -388,21 +359,11 @@ def _nats_version() -> str:
     return done.stdout.strip().removeprefix("nats-server: ")
 
 
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--seed", type=int, default=20261125)
-    parser.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Runs the benchmark; 0 when it ran (the targets are reported, not enforced)."""
-    args = _parser().parse_args(argv)
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

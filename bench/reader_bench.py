@@ -1,8 +1,8 @@
 """Reader benchmark: the watermark overhead of one reader, and watermark latency.
 
-    python bench/run.py reader                      # all three parts, default settings
-    python bench/run.py reader --events 100000      # a smaller throughput part
-    python bench/reader_bench.py --parts latency    # run directly, one part only
+    python -m bench.run reader                      # all three parts, default settings
+    python -m bench.run reader --events 100000      # a smaller throughput part
+    python -m bench.run reader --parts idle         # one part only
 
 Every part runs against a real server subprocess (``python -m
 connector.server`` on loopback, fsync on every commit); the reader, and the
@@ -38,41 +38,31 @@ import argparse
 import bisect
 import contextlib
 import cProfile
-import datetime
 import os
 import pstats
 import random
 import statistics
-import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc
 
-import grpc  # noqa: E402
-from _support import (  # noqa: E402
+from bench._support import (
     BenchFailure,
     StoreServerProcess,
     TimedEvents,
-    command_block,
-    load_average,
-    machine_facts,
-    markdown_table,
     percentile,
-    print_table,
-    run_and_record,
+    positive,
     timed,
 )
+from bench.figures import Percentiles, Target
+from connector import BytesSerializer, EventWriter, StoreClient
+from connector.reader import EventReader, ReaderConfig, ReaderGroupManager, TimeDomain
 
-from connector import BytesSerializer, EventWriter, StoreClient  # noqa: E402
-from connector.reader import EventReader, ReaderConfig, ReaderGroupManager, TimeDomain  # noqa: E402
+__all__ = ["Latencies", "ReaderFigures", "Throughput", "measure", "options"]
 
-__all__ = ["main"]
-
-SECTION = "reader"
-HEADING = "Reader: watermark overhead and watermark latency"
 TARGET_OVERHEAD = 0.10  # ingestion-time events/s within 10% of processing-time
 TARGET_STEADY_P99_MS = 250.0
 IDLE_MARGIN_MS = 250.0  # idle target: L + P + this
@@ -85,25 +75,52 @@ PARTS = ("throughput", "steady", "idle")
 
 @dataclass
 class ReadRun(TimedEvents):
+    """One timed read of every event, in one time domain."""
+
     domain: TimeDomain
     watermarks: int
 
 
 @dataclass
 class Throughput:
+    """Part a's reads, and where the profiled ingestion-time read spent its time."""
+
     runs: list[ReadRun]
     profile_share: float  # share of the profiled ingestion-time read spent computing watermarks
     profile_top: list[tuple[str, float]]  # (function, own seconds), top few
 
     def of(self, domain: TimeDomain) -> list[ReadRun]:
+        """The reads in ``domain``."""
         return [r for r in self.runs if r.domain is domain]
 
     def median(self, domain: TimeDomain) -> float:
+        """The median events/s of the reads in ``domain``."""
         return statistics.median(r.events_per_s for r in self.of(domain))
 
     @property
+    def processing(self) -> float:
+        """The median events/s in the processing-time domain."""
+        return self.median(TimeDomain.PROCESSING_TIME)
+
+    @property
+    def ingestion(self) -> float:
+        """The median events/s in the ingestion-time domain."""
+        return self.median(TimeDomain.INGESTION_TIME)
+
+    @property
     def ratio(self) -> float:
-        return self.median(TimeDomain.INGESTION_TIME) / self.median(TimeDomain.PROCESSING_TIME)
+        """Ingestion-time events/s over processing-time events/s (medians)."""
+        return self.ingestion / self.processing
+
+    @property
+    def overhead(self) -> float:
+        """What watermarks cost: 1 - :attr:`ratio`."""
+        return 1 - self.ratio
+
+    @property
+    def top(self) -> list[tuple[str, float]]:
+        """The three functions with the most own time in the profiled read, and their seconds."""
+        return self.profile_top[:3]
 
 
 def _read_all(reader: EventReader[bytes], events: int) -> tuple[int, int]:
@@ -293,13 +310,12 @@ def _watched_stream(
 
 
 @dataclass
-class Latencies:
+class Latencies(Percentiles):
+    """Watermark latencies of part b or c, ms, and the part's own figures in ``extra``."""
+
     values_ms: list[float]
     excluded: int  # samples no watermark read covered before the end
     extra: dict[str, float] = field(default_factory=dict)
-
-    def p(self, q: float) -> float:
-        return percentile(self.values_ms, q)
 
 
 def run_steady(args: argparse.Namespace) -> Latencies:
@@ -414,248 +430,78 @@ def run_idle(args: argparse.Namespace) -> Latencies:
     return Latencies(samples, excluded, extra)
 
 
-# --- reporting ------------------------------------------------------------------------------
+# --- figures ---------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    return f"{value:,.1f}"
+@dataclass(frozen=True)
+class ReaderFigures:
+    """The figures of the parts run (None: not run), and the settings they ran with."""
 
+    events: int
+    event_size: int
+    repetitions: int
+    batch: int
+    interval_ms: int
+    steady_seconds: float
+    idle_lag_ms: int
+    idle_polling_ms: int
+    idle_seconds: float
+    throughput: Throughput | None
+    steady: Latencies | None
+    idle: Latencies | None
+    software: tuple[str, ...]
+    max_overhead: float = TARGET_OVERHEAD
+    idle_margin_ms: float = IDLE_MARGIN_MS
 
-def _mark(ok: bool) -> str:
-    return "met" if ok else "MISSED"
+    @property
+    def idle_bound_ms(self) -> float:
+        """The idle part's target: L + P + the margin, ms."""
+        return self.idle_lag_ms + self.idle_polling_ms + self.idle_margin_ms
 
-
-def _report(
-    args: argparse.Namespace,
-    throughput: Throughput | None,
-    steady: Latencies | None,
-    idle: Latencies | None,
-) -> str:
-    today = datetime.datetime.now(datetime.UTC).date().isoformat()
-    load_after = load_average()
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Measured {today} on {machine_facts(f'grpcio {grpc.__version__}')}. Load average "
-        f"(1 min) before the run {args.load_before:.2f}, after {load_after:.2f}: other work on "
-        "the machine slows every figure here, and the latencies most.",
-        "",
-        *command_block(),
-        "",
-        "Each part starts its own server subprocess (`python -m connector.server --data-dir TMP "
-        "--listen 127.0.0.1:0`, fsync on every commit) on loopback; the reader (and writer) run "
-        f"in the benchmark process. The machine has {os.cpu_count()} cores, shared by the server, "
-        "the benchmark and anything else running.",
-        "",
-    ]
-    verdicts: list[tuple[str, bool]] = []
-    if throughput is not None:
-        proc = throughput.median(TimeDomain.PROCESSING_TIME)
-        ingest = throughput.median(TimeDomain.INGESTION_TIME)
-        overhead = 1 - throughput.ratio
-        rows = [["run", "time domain", "events/s", "watermark reads", "s", "CPU s client / server"]]
-        for n, run in enumerate(throughput.runs, 1):
-            rows.append(
-                [
-                    str(n),
-                    run.domain.value,
-                    f"{run.events_per_s:,.0f}",
-                    str(run.watermarks),
-                    f"{run.seconds:.2f}",
-                    run.timing.cpu_text(),
-                ]
-            )
-        top = ", ".join(f"`{name}` {seconds:.2f} s" for name, seconds in throughput.profile_top[:3])
-        lines += [
-            "### a. Read throughput of one reader: ingestion time vs processing time",
-            "",
-            f"Workload: {args.events:,} events of {args.event_size} bytes (no routing key, so "
-            "spread over the 2 segments of one stream), written once with `EventWriter` (default "
-            "batching: each append of up to 20,000 events shares one ingestion time, so the "
-            "watermark can rise only at append boundaries); then read from the head by one "
-            "`EventReader` (`read_next_event`, `BytesSerializer`) in a fresh reader group each "
-            f"time, {args.repetitions} times per time domain, alternating which goes first. "
-            "Timed from the first `read_next_event` to the last event.",
-            "",
-            markdown_table(rows),
-            "",
-            f"Medians: processing time {proc:,.0f} events/s, "
-            f"ingestion time {ingest:,.0f} events/s; "
-            f"ratio ingestion/processing **{throughput.ratio:.2f}** (overhead {overhead:.0%}).",
-            "",
-            "Where the time goes (one more ingestion-time read of the same data, under cProfile, "
-            f"not timed): `EventReader._watermark_to_emit`, which `read_next_event` calls every "
-            "time to decide whether a watermark is due (in the processing-time domain it returns "
-            f"at once), takes {throughput.profile_share:.0%} of `read_next_event` with what it "
-            f"calls; most own time: {top}. The watermark reads themselves are few (one per rise "
-            "of the group watermark, at most a few per append batch): the two domains differ by "
-            "that per-call check.",
-            "",
-        ]
-        verdicts.append(
-            (
-                f"a. ingestion-time throughput within {TARGET_OVERHEAD:.0%} of "
-                f"processing-time (ratio >= {1 - TARGET_OVERHEAD:.2f})",
-                throughput.ratio >= 1 - TARGET_OVERHEAD,
-            )
-        )
-    if steady is not None:
-        e = steady.extra
-        ok = steady.p(99) < TARGET_STEADY_P99_MS
-        lines += [
-            "### b. Watermark latency under steady writes",
-            "",
-            f"Workload: a 2-segment stream; every {args.interval_ms} ms (fixed schedule, real "
-            f"clock) a batch of {args.batch} events of {args.event_size} bytes, half to each "
-            "segment, each half one `StoreClient.append` (sent one after the other, as "
-            f"`EventWriter.flush` does), for {args.steady_seconds:.0f} s: {e['events']:,.0f} "
-            f"events in {e['appends']:,.0f} appends, {e['rate']:,.0f} events/s achieved "
-            f"({e['late_ticks']:.0f} ticks started more than one interval late). One reader, "
-            "ingestion-time domain, `max_event_time_lag` 0, in a thread, timestamps every read "
-            f"with `time.time()` ({e['watermark_reads']:,.0f} watermark reads).",
-            "",
-            "Latency of an append = wall time of the first watermark read `W >= ` the append's "
-            "`AppendResult.ingestion_time`, minus the wall time `StoreClient.append` returned. A "
-            "segment's watermark after an append at time t is t - 1, so `W >= t` needs a later "
-            "temporal operation on every segment (here the next batch, one interval later): the "
-            f"floor is about one interval ({args.interval_ms} ms). "
-            f"{steady.excluded} appends at the very end, which no later write covered, "
-            "are left out.",
-            "",
-            markdown_table(
-                [
-                    ["appends measured", "p50 ms", "p99 ms", "max ms", "min ms"],
-                    [
-                        f"{len(steady.values_ms):,}",
-                        _ms(steady.p(50)),
-                        _ms(steady.p(99)),
-                        _ms(max(steady.values_ms)),
-                        _ms(e["min"]),
-                    ],
-                ]
-            ),
-            "",
-            "Of that, the reader's own part: from the acknowledgement of the append that raised "
-            "the watermark to W (the append ingested at W + 1) to the read returning W, over "
-            f"{e['delivery_n']:,.0f} watermark reads: p50 {e['delivery_p50']:.1f} ms, p99 "
-            f"{e['delivery_p99']:.1f} ms (it can be below 0: the store publishes an append before "
-            "its acknowledgement reaches the writer).",
-            "",
-        ]
-        verdicts.append(
-            (f"b. p99 watermark latency under steady writes < {TARGET_STEADY_P99_MS:.0f} ms", ok)
-        )
-    if idle is not None:
-        e = idle.extra
-        lag, period = args.idle_lag_ms, args.idle_polling_ms
-        bound = lag + period + IDLE_MARGIN_MS
-        lines += [
-            "### c. Watermark latency on an idle stream",
-            "",
-            f"Workload: a server with `--max-watermark-lag-ms {lag} --polling-period-ms {period}` "
-            "(shorter than the defaults, 10,000 and 1,000, to keep the run short); a 2-segment "
-            f"stream; one event appended to one segment, then nothing for {args.idle_seconds:.0f} "
-            "s. One reader as in b. The store gives a segment a persisted idle tick (its "
-            f"watermark becomes the tick's time - 1) once it has had no temporal operation for "
-            f"more than L = {lag} ms, looking every P = {period} ms; so on an idle stream the "
-            f"watermark rises in steps, about every L to L + P ms.",
-            "",
-            "Latency of an instant T = wall time of the first watermark read `W >= T` (T in epoch "
-            "ms, `time.time()`; the server stamps with the same machine clock), minus T. T is "
-            "sampled every 10 ms from the acknowledgement of the one append to the end of the "
-            f"run; {idle.excluded} instants after the last watermark read are left out. "
-            f"{e['watermark_reads']:.0f} watermark reads after the append, "
-            f"{e['mean_gap_ms']:,.0f} ms apart on average (at most {e['max_gap_ms']:,.0f} ms).",
-            "",
-            markdown_table(
-                [
-                    [
-                        "instants",
-                        "p50 ms",
-                        "p99 ms",
-                        "max ms",
-                        f"target (L + P + {IDLE_MARGIN_MS:.0f}) ms",
-                    ],
-                    [
-                        f"{len(idle.values_ms):,}",
-                        _ms(idle.p(50)),
-                        _ms(idle.p(99)),
-                        _ms(e["max"]),
-                        f"{bound:,.0f}",
-                    ],
-                ]
-            ),
-            "",
-        ]
-        verdicts.append(
-            (
-                f"c. idle-stream watermark latency <= L + P + {IDLE_MARGIN_MS:.0f} ms "
-                f"= {bound:,.0f} ms (max over the samples)",
-                e["max"] <= bound,
-            )
-        )
-    lines += ["Targets:", ""]
-    lines += [f"- {target}: **{_mark(ok)}**" for target, ok in verdicts]
-    for target, ok in verdicts:
-        print(f"target {target}: {_mark(ok)}")
-    return "\n".join(lines)
-
-
-def _print_summary(
-    throughput: Throughput | None, steady: Latencies | None, idle: Latencies | None
-) -> None:
-    rows = [["measure", "value"]]
-    if throughput is not None:
-        rows += [
-            [
-                "processing-time events/s (median)",
-                f"{throughput.median(TimeDomain.PROCESSING_TIME):,.0f}",
-            ],
-            [
-                "ingestion-time events/s (median)",
-                f"{throughput.median(TimeDomain.INGESTION_TIME):,.0f}",
-            ],
-            ["ratio ingestion/processing", f"{throughput.ratio:.2f}"],
-            ["profiled share in _watermark_to_emit", f"{throughput.profile_share:.0%}"],
-        ]
-    if steady is not None:
-        rows += [
-            ["steady p50 / p99 ms", f"{steady.p(50):.1f} / {steady.p(99):.1f}"],
-            [
-                "steady reader's part p50 / p99 ms",
-                f"{steady.extra['delivery_p50']:.1f} / {steady.extra['delivery_p99']:.1f}",
-            ],
-        ]
-    if idle is not None:
-        rows += [
-            [
-                "idle p50 / p99 / max ms",
-                f"{idle.p(50):.0f} / {idle.p(99):.0f} / {idle.extra['max']:.0f}",
-            ]
-        ]
-    print()
-    print_table(rows)
+    @property
+    def targets(self) -> dict[str, Target]:
+        """Those of the parts run: a. the ratio, b. p99 under steady writes, c. the idle max."""
+        targets = {}
+        if self.throughput is not None:
+            targets["throughput"] = Target(self.throughput.ratio, ">=", 1 - TARGET_OVERHEAD)
+        if self.steady is not None:
+            targets["steady"] = Target(self.steady.p99, "<", TARGET_STEADY_P99_MS, "ms")
+        if self.idle is not None:
+            targets["idle"] = Target(self.idle.extra["max"], "<=", self.idle_bound_ms, "ms")
+        return targets
 
 
 # --- entry point ---------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parts(text: str) -> list[str]:
+    """``--parts``: comma-separated names of :data:`PARTS`."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        msg = f"unknown parts {unknown!r}; choose from {', '.join(PARTS)}"
+        raise argparse.ArgumentTypeError(msg)
+    return parts
+
+
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(
         prog="reader_bench",
         description="Reader throughput with and without watermarks; watermark latency.",
     )
     parser.add_argument(
         "--parts",
-        default=",".join(PARTS),
+        type=_parts,
+        default=list(PARTS),
         help=f"comma-separated parts to run (default {','.join(PARTS)})",
     )
-    parser.add_argument("--events", type=int, default=300_000, help="a: events (default 300000)")
-    parser.add_argument("--event-size", type=int, default=100, help="payload bytes (default 100)")
+    parser.add_argument("--events", type=positive, default=300_000, help="a: events (300000)")
+    parser.add_argument("--event-size", type=positive, default=100, help="payload bytes (100)")
     parser.add_argument(
-        "--repetitions", type=int, default=3, help="a: timed reads per time domain (default 3)"
+        "--repetitions", type=positive, default=3, help="a: timed reads per time domain (3)"
     )
-    parser.add_argument("--batch", type=int, default=10, help="b: events per batch (default 10)")
+    parser.add_argument("--batch", type=positive, default=10, help="b: events per batch (10)")
     parser.add_argument(
         "--interval-ms", type=int, default=10, help="b: ms between batches (default 10)"
     )
@@ -677,41 +523,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--idle-seconds", type=float, default=15.0, help="c: seconds idle (default 15)"
     )
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--seed", type=int, default=2024, help="payload generator seed")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the chosen parts; 0 when they ran (targets missed or not), 1 when one failed."""
-    args = _parser().parse_args(argv)
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown or not parts:
-        print(f"unknown parts {unknown!r}; choose from {', '.join(PARTS)}", file=sys.stderr)
-        return 2
-    if args.events <= 0 or args.event_size <= 0 or args.repetitions <= 0 or args.batch <= 0:
-        print("--events, --event-size, --repetitions and --batch must be > 0", file=sys.stderr)
-        return 2
-    return run_and_record(SECTION, lambda: _run(args, parts), write=not args.no_write)
-
-
-def _run(args: argparse.Namespace, parts: list[str]) -> str:
-    """The chosen parts, one after the other; returns the markdown section."""
+def measure(args: argparse.Namespace) -> ReaderFigures:
+    """The parts asked for, one after the other."""
     throughput = steady = idle = None
-    args.load_before = load_average()
-    if "throughput" in parts:
+    if "throughput" in args.parts:
         print("a. throughput, processing time vs ingestion time", flush=True)
         throughput = run_throughput(args)
-    if "steady" in parts:
+    if "steady" in args.parts:
         print("b. watermark latency under steady writes", flush=True)
         steady = run_steady(args)
-    if "idle" in parts:
+    if "idle" in args.parts:
         print("c. watermark latency on an idle stream", flush=True)
         idle = run_idle(args)
-    _print_summary(throughput, steady, idle)
-    return _report(args, throughput, steady, idle)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return ReaderFigures(
+        events=args.events,
+        event_size=args.event_size,
+        repetitions=args.repetitions,
+        batch=args.batch,
+        interval_ms=args.interval_ms,
+        steady_seconds=args.steady_seconds,
+        idle_lag_ms=args.idle_lag_ms,
+        idle_polling_ms=args.idle_polling_ms,
+        idle_seconds=args.idle_seconds,
+        throughput=throughput,
+        steady=steady,
+        idle=idle,
+        software=(f"grpcio {grpc.__version__}",),
+    )

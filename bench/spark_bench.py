@@ -1,8 +1,8 @@
 """Spark benchmark: what a streaming user feels, tidemark source vs Spark's file source.
 
-    python bench/run.py spark                          # 1,000,000 events, 3 pairs
-    python bench/run.py spark --events 500000 --pairs 5
-    python bench/spark_bench.py --no-write             # run directly, keep RESULTS.md
+    python -m bench.run spark                          # 1,000,000 events, 3 pairs
+    python -m bench.run spark --events 500000 --pairs 5
+    python -m bench.run spark --no-write               # keep RESULTS.md
 
 One run writes ``--events`` JSON events of exactly 100 bytes
 (``{"ts": ms, "key": "kN", "value": i, "pad": "..."}``, ``ts`` the wall
@@ -43,34 +43,34 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _support import (  # noqa: E402
+from bench._support import (
     EVENT_BYTES,
     BenchFailure,
     StoreServerProcess,
-    command_block,
     java_version,
     load_average,
-    machine_facts,
-    markdown_table,
     package_version,
-    print_table,
-    run_and_record,
+    positive,
     write_store_and_files,
 )
+from bench.figures import Target
 
-__all__ = ["main"]
+__all__ = [
+    "Run",
+    "SparkFigures",
+    "file_read",
+    "measure",
+    "options",
+    "python_floor_start",
+    "run_query",
+    "tidemark_read",
+]
 
-SECTION = "spark"
-HEADING = "Spark adapter: steady-state throughput and query start, tidemark vs Spark's file source"
 TARGET_WINDOW_EVENTS_PER_S = 150_000
 #: The tidemark figure over the file source's of the same pair (median over the pairs).
 TARGET_RATIO = 0.8
@@ -116,7 +116,13 @@ class Run:
 
     @property
     def events_per_s(self) -> float:
+        """Steady-state events per second (0 without a steady state)."""
         return self.steady_events / self.steady_s if self.steady_s else 0.0
+
+    @property
+    def before_first_s(self) -> float:
+        """Seconds from ``start()`` to the first batch's trigger."""
+        return self.start_s - self.first_s
 
 
 # --- data ------------------------------------------------------------------------------
@@ -138,6 +144,7 @@ def write_events(args: argparse.Namespace, uri: str, json_dir: str) -> list[int]
 
 
 def tidemark_read(spark: Any, uri: str, batch_events: int) -> Any:
+    """The tidemark source over the benchmark's stream, ``batch_events`` per micro-batch."""
     return (
         spark.readStream.format("tidemark")
         .option("uri", uri)
@@ -152,6 +159,7 @@ def tidemark_read(spark: Any, uri: str, batch_events: int) -> Any:
 
 
 def file_read(spark: Any, json_dir: str, files_per_batch: int) -> Any:
+    """Spark's file source over the JSON-lines files, ``files_per_batch`` per micro-batch."""
     from pyspark.sql import functions as F  # noqa: N812
 
     return (
@@ -390,245 +398,190 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
     return runs, facts
 
 
-# --- report ------------------------------------------------------------------------------
+# --- figures ----------------------------------------------------------------------------
 
 
-def _find(runs: Sequence[Run], system: str, query: str, pair: int) -> Run:
-    return next(r for r in runs if (r.system, r.query, r.pair) == (system, query, pair))
+@dataclass(frozen=True)
+class Ratios:
+    """Per pair: a tidemark query's steady-state events/s over its file peer's."""
+
+    values: list[float]
+
+    @property
+    def median(self) -> float:
+        """The median over the pairs."""
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        """The lowest pair's."""
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        """The highest pair's."""
+        return max(self.values)
 
 
-def _of(runs: Sequence[Run], system: str, query: str) -> list[Run]:
-    return [r for r in runs if (r.system, r.query) == (system, query)]
+@dataclass(frozen=True)
+class SparkFigures:
+    """Every query's run, the pairs' load averages, the do-nothing source's start, the settings."""
 
+    events: int
+    keys: int
+    batch_events: int
+    file_events: int
+    pair_count: int
+    write_s: float
+    loads: list[tuple[float, float]]  # (before, after) each pair
+    #: The do-nothing Python source's start (s), and its first batch's parts (s).
+    python_floor: tuple[float, dict[str, float]]
+    runs: list[Run]
+    software: tuple[str, ...]
+    event_bytes: int = EVENT_BYTES
 
-def _ratios(runs: Sequence[Run], system: str, query: str) -> list[float]:
-    """Per pair: ``system``'s steady-state events/s over the file source's for ``query``."""
-    peers = {r.pair: r.events_per_s for r in _of(runs, "file", query)}
-    return [r.events_per_s / peers[r.pair] for r in _of(runs, system, query)]
+    def _of(self, system: str, query: str) -> list[Run]:
+        return [r for r in self.runs if (r.system, r.query) == (system, query)]
 
+    def _ratios(self, system: str, query: str) -> Ratios:
+        peers = {r.pair: r.events_per_s for r in self._of("file", query)}
+        return Ratios([r.events_per_s / peers[r.pair] for r in self._of(system, query)])
 
-def _median_rate(runs: Sequence[Run], system: str, query: str) -> float:
-    return statistics.median(r.events_per_s for r in _of(runs, system, query))
+    def _median_rate(self, system: str, query: str) -> float:
+        return statistics.median(r.events_per_s for r in self._of(system, query))
 
+    def _median_start(self, system: str, query: str) -> float:
+        return statistics.median(r.start_s for r in self._of(system, query))
 
-def _median_start(runs: Sequence[Run], system: str, query: str) -> float:
-    return statistics.median(r.start_s for r in _of(runs, system, query))
+    @property
+    def files_per_trigger(self) -> int:
+        """JSON files per micro-batch of the file source."""
+        return self.batch_events // self.file_events
 
+    @property
+    def ratios(self) -> dict[str, Ratios]:
+        """Per pair, by the tidemark query: ``read``, ``window``, ``window_count``."""
+        return {
+            "read": self._ratios("tidemark", "read"),
+            "window": self._ratios("tidemark", "window"),
+            "window_count": self._ratios(JVM, "window"),
+        }
 
-def _report(args: argparse.Namespace, runs: list[Run], facts: dict[str, Any]) -> str:
-    rows = [["pair", "query", "source", "steady-state events/s", "start (s)", "batches", "check"]]
-    for run in runs:
-        rows.append(
-            [
-                str(run.pair),
-                run.query,
-                run.system,
-                f"{run.events_per_s:,.0f}",
-                f"{run.start_s:.2f}",
-                str(run.batches),
-                run.checked,
-            ]
+    @property
+    def pairs(self) -> list[tuple[float, float, float, float, float]]:
+        """Each pair's ratios (read, window, window_count) and its load before and after."""
+        ratios = self.ratios
+        read, window, jvm = (ratios[q].values for q in ("read", "window", "window_count"))
+        return [
+            (read[i], window[i], jvm[i], before, after)
+            for i, (before, after) in enumerate(self.loads)
+        ]
+
+    @property
+    def window_rate(self) -> float:
+        """The tidemark windowed count's median steady-state events/s."""
+        return self._median_rate("tidemark", "window")
+
+    @property
+    def jvm_rate(self) -> float:
+        """The median steady-state events/s through ``window_count``."""
+        return self._median_rate(JVM, "window")
+
+    @property
+    def start_gap(self) -> float:
+        """The larger of the read's and the window's median start beyond the file source's, s."""
+        return max(
+            self._median_start("tidemark", q) - self._median_start("file", q)
+            for q in ("read", "window")
         )
-    print_table(rows)
-    read_ratios = _ratios(runs, "tidemark", "read")
-    win_ratios = _ratios(runs, "tidemark", "window")
-    jvm_ratios = _ratios(runs, JVM, "window")
-    pairs = [["pair", "read", "window", "window_count", "load before", "load after"]]
-    for i, (before, after) in enumerate(facts["loads"]):
-        pairs.append(
-            [
-                str(i + 1),
-                f"{read_ratios[i]:.2f}",
-                f"{win_ratios[i]:.2f}",
-                f"{jvm_ratios[i]:.2f}",
-                f"{before:.2f}",
-                f"{after:.2f}",
-            ]
-        )
-    print_table(pairs)
-    read_ratio = statistics.median(read_ratios)
-    win_ratio = statistics.median(win_ratios)
-    jvm_ratio = statistics.median(jvm_ratios)
-    win_rate = _median_rate(runs, "tidemark", "window")
-    start_gap = max(
-        _median_start(runs, "tidemark", q) - _median_start(runs, "file", q)
-        for q in ("read", "window")
-    )
-    tm_read_start = _median_start(runs, "tidemark", "read")
 
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "missed"
+    @property
+    def read_start_over_floor(self) -> float:
+        """The tidemark read's median start beyond the do-nothing Python source's, s."""
+        return self._median_start("tidemark", "read") - self.python_floor[0]
 
-    def spread(ratios: list[float]) -> str:
-        return f"pairs {min(ratios):.2f} to {max(ratios):.2f}"
+    @property
+    def part_sums(self) -> list[tuple[str, str, dict[str, float], float]]:
+        """(query, source, seconds of each of :data:`PARTS`, total), summed over the pairs."""
+        sums = []
+        for query, system in PLAN:
+            of = self._of(system, query)
+            parts = {p: sum(r.parts_s[p] for r in of) for p in PARTS}
+            sums.append((query, system, parts, sum(r.steady_s for r in of)))
+        return sums
 
-    targets = [
-        f"- windowed count: {win_rate:,.0f} events/s (median; target >= "
-        f"{TARGET_WINDOW_EVENTS_PER_S:,}: {verdict(win_rate >= TARGET_WINDOW_EVENTS_PER_S)}), "
-        f"median {win_ratio:.2f} of the file source's ({spread(win_ratios)}; target >= "
-        f"{TARGET_RATIO}: {verdict(win_ratio >= TARGET_RATIO)})",
-        f"- windowed count through `window_count` (Spark's aggregation): "
-        f"{_median_rate(runs, JVM, 'window'):,.0f} events/s (median), median {jvm_ratio:.2f} "
-        f"of the file source's ({spread(jvm_ratios)})",
-        f"- read alone: median {read_ratio:.2f} of the file source's ({spread(read_ratios)}; "
-        f"target >= {TARGET_RATIO}: {verdict(read_ratio >= TARGET_RATIO)})",
-        f"- start (medians): at most {start_gap:+.2f} s from the file source's (target within "
-        f"{TARGET_START_GAP_S} s: {verdict(start_gap <= TARGET_START_GAP_S)}); the tidemark "
-        f"read's start is {tm_read_start - facts['python_floor'][0]:+.2f} s from a "
-        "do-nothing Python source's (below)",
-    ]
-    parts = [["query", "source", *PARTS, "total"]]
-    for query, system in PLAN:
-        of = _of(runs, system, query)
-        parts.append(
-            [
-                query,
-                system,
-                *(f"{sum(r.parts_s[p] for r in of):.2f}" for p in PARTS),
-                f"{sum(r.steady_s for r in of):.2f}",
-            ]
-        )
-    starts = [["pair", "query", "source", "before the first batch", *PARTS, "start"]]
-    for run in runs:
-        first = run.first_parts_s or {}
-        starts.append(
-            [
-                str(run.pair),
-                run.query,
-                run.system,
-                f"{run.start_s - run.first_s:.2f}",
-                *(f"{first.get(p, 0.0):.2f}" for p in PARTS),
-                f"{run.start_s:.2f}",
-            ]
-        )
-    machine = machine_facts("pyspark " + facts["pyspark"], facts["java"])
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Machine: {machine}. "
-        f"Load average (1 min) {args.load_before:.2f} before the run, "
-        f"{load_average():.2f} after it; the machine is shared.",
-        "",
-        f"{args.events:,} events of {EVENT_BYTES} bytes, {args.keys} keys, 2 segments; "
-        f"{args.batch_events:,} events per micro-batch (files of {args.file_events:,} "
-        f"events, {args.batch_events // args.file_events} per trigger); written to the store "
-        f"and the files in {facts['write_s']:.1f} s. {args.pairs} interleaved pairs: each "
-        "runs the file read, the tidemark read, the file window, the tidemark window and "
-        "`window_count`, so each tidemark query runs right after its file peer. Steady "
-        "state: events over the `triggerExecution` time of the batches after the first "
-        "(start-up apart); start: `start()` to the first committed batch.",
-        "",
-        markdown_table(rows),
-        "",
-        "Each pair's ratio (tidemark steady-state events/s over the file source's of the "
-        "same pair) and the load average (1 min) around the pair:",
-        "",
-        markdown_table(pairs),
-        "",
-        "Targets on this 2-core machine:",
-        "",
-        *targets,
-        "",
-        "Where the steady-state time goes (seconds summed over the batches after the first, "
-        "all pairs, Spark's `durationMs` parts; `addBatch` runs the batch's tasks, "
-        "`latestOffset` plans it, `walCommit` and `commitOffsets` write the checkpoint):",
-        "",
-        markdown_table(parts),
-        "",
-        *_where(runs),
-        "",
-        "Where the start goes (seconds: from `start()` to the first batch's trigger, which "
-        "starts the query and initializes the source, then the first batch's parts; the "
-        "start is polled, so the columns do not add up exactly):",
-        "",
-        markdown_table(starts),
-        "",
-        *_python_floor(facts),
-        "",
-        *command_block(),
-    ]
-    return "\n".join(lines)
+    @property
+    def per_batch(self) -> dict[str, dict[str, float]]:
+        """The read queries' seconds per steady-state batch, by source and part."""
 
+        def per_batch(of: list[Run], part: str) -> float:
+            return sum(r.parts_s[part] for r in of) / max(1, sum(r.steady_batches for r in of))
 
-def _where(runs: Sequence[Run]) -> list[str]:
-    """Per-batch planning and task time of the read queries (all pairs), in words."""
-    tm, file = _of(runs, "tidemark", "read"), _of(runs, "file", "read")
+        return {
+            system: {part: per_batch(self._of(system, "read"), part) for part in PARTS}
+            for system in ("tidemark", "file")
+        }
 
-    def per_batch(of: list[Run], part: str) -> float:
-        return sum(r.parts_s[part] for r in of) / max(1, sum(r.steady_batches for r in of))
+    @property
+    def floor(self) -> dict[str, float]:
+        """The do-nothing Python source, s: ``start``, ``before`` its first batch, ``tasks``."""
+        start_s, parts = self.python_floor
+        return {
+            "start": start_s,
+            "before": start_s - parts["triggerExecution"],
+            "tasks": parts["addBatch"],
+        }
 
-    return [
-        f"Read alone, per steady-state batch: planning (`latestOffset`) takes tidemark "
-        f"{per_batch(tm, 'latestOffset'):.2f} s against the file source's "
-        f"{per_batch(file, 'latestOffset'):.2f} s, the tasks (`addBatch`) "
-        f"{per_batch(tm, 'addBatch'):.2f} s against {per_batch(file, 'addBatch'):.2f} s. "
-        "Under a read limit the source plans a batch by asking the store where each "
-        "segment's share stops (`PlanRead`, a lookup in the store's index of event counts); "
-        "no event is read back to plan.",
-    ]
-
-
-def _python_floor(facts: dict[str, Any]) -> list[str]:
-    """What a Python source that reads nothing pays to start, in words."""
-    start_s, parts = facts["python_floor"]
-    return [
-        f"A Python streaming source that does nothing (2 partitions of 1,000 rows, run just "
-        f"before the first pair's tidemark read, after its file read) starts in {start_s:.2f} s: "
-        f"{start_s - parts['triggerExecution']:.2f} s before its first batch (Spark starts "
-        f"the source's Python process) and {parts['addBatch']:.2f} s of tasks (the first "
-        "Python query of a session also starts Spark's Python worker daemon). Every Python "
-        "data source pays this; the file source, all JVM, does not.",
-    ]
+    @property
+    def targets(self) -> dict[str, Target]:
+        """The windowed count's rate and ratio, the read's ratio, the start beside the file's."""
+        ratios = self.ratios
+        return {
+            "window_rate": Target(self.window_rate, ">=", TARGET_WINDOW_EVENTS_PER_S, "events/s"),
+            "window_ratio": Target(ratios["window"].median, ">=", TARGET_RATIO),
+            "read_ratio": Target(ratios["read"].median, ">=", TARGET_RATIO),
+            "start_gap": Target(self.start_gap, "<=", TARGET_START_GAP_S, "s"),
+        }
 
 
 # --- entry point -------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(
         prog="spark_bench",
         description="Steady-state throughput and query start: tidemark vs Spark's file source.",
     )
-    parser.add_argument("--events", type=int, default=1_000_000, help="default 1000000")
+    parser.add_argument("--events", type=positive, default=1_000_000, help="default 1000000")
     parser.add_argument(
-        "--pairs", type=int, default=3, help="interleaved file/tidemark pairs (default 3)"
+        "--pairs", type=positive, default=3, help="interleaved file/tidemark pairs (default 3)"
     )
-    parser.add_argument("--keys", type=int, default=10, help="routing keys (default 10)")
+    parser.add_argument("--keys", type=positive, default=10, help="routing keys (default 10)")
     parser.add_argument(
-        "--batch-events", type=int, default=100_000, help="events per micro-batch (100000)"
+        "--batch-events", type=positive, default=100_000, help="events per micro-batch (100000)"
     )
     parser.add_argument(
-        "--file-events", type=int, default=25_000, help="events per JSON file (25000)"
+        "--file-events", type=positive, default=25_000, help="events per JSON file (25000)"
     )
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the benchmark; 0 when it ran (targets met or not), 1 when a check failed."""
-    args = _parser().parse_args(argv)
-    if min(args.events, args.keys, args.batch_events, args.file_events, args.pairs) <= 0:
-        print(
-            "--events, --keys, --batch-events, --file-events and --pairs must be > 0",
-            file=sys.stderr,
-        )
-        return 2
+def measure(args: argparse.Namespace) -> SparkFigures:
+    """Writes the events and runs the pairs of queries."""
     if args.batch_events % args.file_events:
-        print("--batch-events must be a multiple of --file-events", file=sys.stderr)
-        return 2
-    return run_and_record(
-        SECTION, lambda: _run(args), write=not args.no_write, stopped="server stopped"
-    )
-
-
-def _run(args: argparse.Namespace) -> str:
-    args.load_before = load_average()
+        msg = "--batch-events must be a multiple of --file-events"
+        raise BenchFailure(msg)
     runs, facts = run_all(args)
-    markdown = _report(args, runs, facts)
-    if args.no_write:
-        print(markdown)
-    return markdown
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return SparkFigures(
+        events=args.events,
+        keys=args.keys,
+        batch_events=args.batch_events,
+        file_events=args.file_events,
+        pair_count=args.pairs,
+        write_s=facts["write_s"],
+        loads=facts["loads"],
+        python_floor=facts["python_floor"],
+        runs=runs,
+        software=(f"pyspark {facts['pyspark']}", facts["java"]),
+    )

@@ -1,7 +1,7 @@
 """Spark latency benchmark: from a write to the event's ordered output, with a 5 s lag.
 
-    python bench/run.py spark_latency                  # 40 s of writes
-    python bench/spark_latency_bench.py --seconds 20 --no-write
+    python -m bench.run spark_latency                  # 40 s of writes
+    python -m bench.run spark_latency --seconds 20 --no-write
 
 A store server subprocess (``python -m connector.server``, its default idle
 ticks) and one local[2] SparkSession running the README's query:
@@ -21,37 +21,83 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench._support import StoreServerProcess, percentile
+from bench.figures import Target
+from connector import EventWriter, JsonSerializer, StoreClient
 
-from _support import (  # noqa: E402
-    StoreServerProcess,
-    command_block,
-    load_average,
-    machine_facts,
-    markdown_table,
-    percentile,
-    run_and_record,
-)
+__all__ = ["SparkLatencyFigures", "measure", "options"]
 
-from connector import EventWriter, JsonSerializer, StoreClient  # noqa: E402
-
-__all__ = ["main"]
-
-SECTION = "spark_latency"
-HEADING = "Spark adapter: latency from a write to ordered output"
 WARM_UP_S = 10.0
 KEYS = ("A", "B", "C")
 
 
-def _measure(args: argparse.Namespace) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SparkLatencyFigures:
+    """Each on-time reading's latency (s) after the warm-up, the batches' seconds, the settings."""
 
+    interval_ms: int
+    seconds: float
+    lag_ms: int
+    latencies: list[float]
+    durations: list[float]
+    keys: int = len(KEYS)
+    warm_up_s: float = WARM_UP_S
+    software: tuple[str, ...] = ()
+
+    @property
+    def readings(self) -> int:
+        """On-time readings out after the warm-up."""
+        return len(self.latencies)
+
+    @property
+    def median(self) -> float:
+        """The median latency, s."""
+        return statistics.median(self.latencies)
+
+    @property
+    def p90(self) -> float:
+        """The 90th percentile, s."""
+        return percentile(self.latencies, 90)
+
+    @property
+    def highest(self) -> float:
+        """The longest latency, s."""
+        return max(self.latencies)
+
+    @property
+    def batch(self) -> float:
+        """The median micro-batch's seconds (NaN without progress reports)."""
+        return statistics.median(self.durations) if self.durations else float("nan")
+
+    @property
+    def lag_s(self) -> float:
+        """The query's ``maxEventTimeLag``, s."""
+        return self.lag_ms / 1000
+
+    @property
+    def rest(self) -> float:
+        """The median latency beyond the lag, s."""
+        return self.median - self.lag_s
+
+    @property
+    def rest_batches(self) -> float:
+        """:attr:`rest` in median micro-batches."""
+        return self.rest / self.batch
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """None: the figure is reported, not judged."""
+        return {}
+
+
+def measure(args: argparse.Namespace) -> SparkLatencyFigures:
+    """The README's query on a steady writer; each on-time reading's latency."""
     import spark_adapter
 
     latencies: list[float] = []
@@ -116,66 +162,14 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
             query.stop()
             spark.stop()
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
-    return {"latencies": latencies, "durations": durations, "batches": len(batch_starts)}
+    print(f"{len(batch_starts)} micro-batches reached foreachBatch")
+    return SparkLatencyFigures(args.interval_ms, args.seconds, args.lag_ms, latencies, durations)
 
 
-def _report(args: argparse.Namespace, figures: dict[str, Any]) -> str:
-    latencies = figures["latencies"]
-    durations = figures["durations"]
-    if not latencies:
-        return f"## {HEADING}\n\nNo reading came out after the warm-up.\n"
-    median = statistics.median(latencies)
-    batch = statistics.median(durations) if durations else float("nan")
-    lag_s = args.lag_ms / 1000
-    rows = [
-        ["readings out", "median (s)", "p90 (s)", "max (s)", "batch median (s)"],
-        [
-            f"{len(latencies):,}",
-            f"{median:.2f}",
-            f"{percentile(latencies, 90):.2f}",
-            f"{max(latencies):.2f}",
-            f"{batch:.2f}",
-        ],
-    ]
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Machine: {machine_facts()}. Load average (1 min) {args.load_before:.2f} before, "
-        f"{load_average():.2f} after; the machine is shared.",
-        "",
-        f"{len(KEYS)} keys, one reading each every {args.interval_ms} ms for {args.seconds} s, "
-        f"2 segments, lag {lag_s:g} s; latency = when the reading's micro-batch reaches "
-        f"`foreachBatch` minus its `ts` (the write), on-time readings after {WARM_UP_S:g} s.",
-        "",
-        markdown_table(rows),
-        "",
-        f"Of the median {median:.2f} s: the lag, {lag_s:g} s, is the promise the query asked "
-        "for (no reading may come out before every reading up to its time has arrived); the "
-        f"rest, {median - lag_s:.2f} s, is about {(median - lag_s) / batch:.1f} micro-batches "
-        f"of {batch:.2f} s: the batch that reads the watermark passing the reading, and the "
-        "next one, where Spark applies it (Spark takes a batch's watermark for the batch after "
-        "it) and the ordering releases the reading.",
-        "",
-        *command_block(),
-    ]
-    return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(prog="spark_latency_bench", description=__doc__)
     parser.add_argument("--seconds", type=float, default=40.0, help="writing time (40)")
     parser.add_argument("--interval-ms", type=int, default=100, help="between writes (100)")
     parser.add_argument("--lag-ms", type=int, default=5_000, help="maxEventTimeLag (5000)")
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the measurement; 0 when it ran."""
-    args = _parser().parse_args(argv)
-    args.load_before = load_average()
-    return run_and_record(SECTION, lambda: _report(args, _measure(args)), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

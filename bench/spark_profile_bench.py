@@ -1,9 +1,9 @@
 """Where a tidemark read's time goes in Spark: per process, and within a read task's Python.
 
-    python bench/run.py spark_profile                    # 1,000,000 events of 100 bytes
-    python bench/spark_profile_bench.py --no-write       # run directly, keep RESULTS.md
+    python -m bench.run spark_profile                    # 1,000,000 events of 100 bytes
+    python -m bench.run spark_profile --no-write         # keep RESULTS.md
 
-Two parts, on the Spark benchmark's events (:mod:`spark_bench`: JSON events
+Two parts, on the Spark benchmark's events (:mod:`bench.spark_bench`: JSON events
 of 100 bytes with ``ts``, 10 keys, a 2-segment stream of a store server
 subprocess, and the same events as JSON-lines files):
 
@@ -25,33 +25,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _support import (  # noqa: E402
+from bench import spark_bench
+from bench._support import (
     StoreServerProcess,
-    command_block,
     cpu_seconds,
     descendants,
     java_version,
-    load_average,
-    machine_facts,
-    markdown_table,
     package_version,
-    print_table,
-    run_and_record,
+    positive,
     write_store_and_files,
 )
+from bench.figures import Target
 
-__all__ = ["main"]
+__all__ = ["SparkProfileFigures", "measure", "options"]
 
-SECTION = "spark_profile"
-HEADING = "Spark adapter: where a tidemark read's time goes"
 STREAM = "bench/events"
 NO_IDLE_TICKS_MS = 1_000_000_000
 
@@ -82,8 +75,6 @@ def _cpu_by_role(me: int, server: int) -> dict[int, tuple[str, float]]:
 
 def processes(spark: Any, uri: str, json_dir: str, scratch: str, times: list[int]) -> list[dict]:
     """The CPU each process used while each read query ran."""
-    import spark_bench
-
     me = os.getpid()
     server = [p for p in descendants(me) if "connector.server" in _command(p)][0]
     found = []
@@ -176,10 +167,50 @@ def task_stages(uri: str) -> dict[str, float]:
         }
 
 
-def _run(args: argparse.Namespace) -> str:
+@dataclass(frozen=True)
+class SparkProfileFigures:
+    """CPU seconds by process of each read query (tidemark, then file), and by task stage."""
+
+    events: int
+    stages: dict[str, float]
+    #: Per query, tidemark then file: system, wall, steady (events/s), roles (CPU s by process).
+    found: list[dict]
+    software: tuple[str, ...]
+
+    def _per_event(self, seconds: float) -> float:
+        return seconds / self.events * 1e6
+
+    @property
+    def processes(self) -> list[tuple[str, float, float, float, float]]:
+        """(process, tidemark CPU s, file CPU s, tidemark µs/event, file µs/event); last ``all``."""
+        rows = []
+        roles = sorted({role for run in self.found for role in run["roles"]})
+        cpus = [(role, [r["roles"].get(role, 0.0) for r in self.found]) for role in roles]
+        cpus.append(("all", [sum(r["roles"].values()) for r in self.found]))
+        for role, (t, f) in cpus:
+            rows.append((role, t, f, self._per_event(t), self._per_event(f)))
+        return rows
+
+    @property
+    def stage_rows(self) -> list[tuple[str, float, float]]:
+        """(stage, CPU s, µs/event) of a read task's Python."""
+        return [(name, s, self._per_event(s)) for name, s in self.stages.items()]
+
+    @property
+    def steady(self) -> list[tuple[str, float]]:
+        """(source, steady-state events/s) of each read query."""
+        return [(r["system"], r["steady"]) for r in self.found]
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """None: where the time goes is reported, not judged."""
+        return {}
+
+
+def measure(args: argparse.Namespace) -> SparkProfileFigures:
+    """A read task's stages in this process, then both read queries in Spark."""
     import spark_adapter
 
-    load_before = load_average()
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-spark-profile-") as scratch,
         StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
@@ -195,74 +226,18 @@ def _run(args: argparse.Namespace) -> str:
             "tidemark-spark-profile", config={"spark.driver.memory": "2g"}
         )
         try:
-            import spark_bench
-
             # Spark's Python workers start with the session's first Python query: not measured.
             spark_bench.python_floor_start(spark, os.path.join(scratch, "checkpoint-nothing"))
             print("the read queries ...", flush=True)
             found = processes(spark, server.uri, json_dir, scratch, times)
         finally:
             spark.stop()
-    return _report(args, stages, found, load_before)
+    software = (f"pyspark {package_version('pyspark')}", java_version())
+    return SparkProfileFigures(args.events, stages, found, software)
 
 
-def _report(
-    args: argparse.Namespace, stages: dict[str, float], found: list[dict], load_before: float
-) -> str:
-    n = args.events
-    roles = sorted({role for run in found for role in run["roles"]})
-    rows = [
-        [
-            "process",
-            *(f"{r['system']} CPU s" for r in found),
-            *(f"{r['system']} µs/event" for r in found),
-        ]
-    ]
-    for role in roles:
-        cpu = [r["roles"].get(role, 0.0) for r in found]
-        rows.append([role, *(f"{c:.2f}" for c in cpu), *(f"{c / n * 1e6:.2f}" for c in cpu)])
-    totals = [sum(r["roles"].values()) for r in found]
-    rows.append(["all", *(f"{t:.2f}" for t in totals), *(f"{t / n * 1e6:.2f}" for t in totals)])
-    print_table(rows)
-    stage_rows = [["stage", "CPU s", "µs/event"]]
-    stage_rows += [[name, f"{s:.3f}", f"{s / n * 1e6:.2f}"] for name, s in stages.items()]
-    print_table(stage_rows)
-    steady = ", ".join(f"{r['system']} {r['steady']:,.0f} events/s" for r in found)
-    lines = [
-        f"## {HEADING}",
-        "",
-        machine_facts(f"pyspark {package_version('pyspark')}", java_version())
-        + f". Load average (1 min) {load_before:.2f} before the run, {load_average():.2f} "
-        "after it; the machine is shared.",
-        "",
-        *command_block(),
-        "",
-        f"{n:,} events of 100 bytes (JSON with `ts`), 10 keys, 2 segments; the Spark "
-        "benchmark's read query over each source, 100,000 events per micro-batch, into a "
-        f"noop sink (steady state here: {steady}). CPU seconds each process used while the "
-        "query ran, and per event read:",
-        "",
-        markdown_table(rows),
-        "",
-        "A read task's Python, the same ranges read in one process (CPU, best of 3):",
-        "",
-        markdown_table(stage_rows),
-    ]
-    return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000, help="default 1000000")
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    parser.add_argument("--events", type=positive, default=1_000_000, help="default 1000000")
     return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the profile; 0 when it ran."""
-    args = _parser().parse_args(argv)
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Store benchmark: append and read N events, Tidemark vs Redis Streams.
 
-    python bench/run.py store                    # 1,000,000 events of 100 bytes
-    python bench/store_bench.py --events 100000  # the same, run directly
+    python -m bench.run store                    # 1,000,000 events of 100 bytes
+    python -m bench.run store --events 100000 --skip-redis --no-write
 
 Tidemark: a real server subprocess (``python -m connector.server``, fsync on
 every commit) on loopback. One :class:`EventWriter` (its own batching: 1 MiB
@@ -16,50 +16,40 @@ Redis: a ``redis-server`` subprocess on loopback (``--appendonly yes
 batches (``transaction=False``); then XRANGE in pages until all are read.
 
 Both readers count the events and compare a CRC-32 chained over every
-payload in order with the one of the events written. The figures go to the
-console and to this benchmark's section of ``bench/RESULTS.md``.
+payload in order with the one of the events written. The figures go to
+``templates/store.md``, this benchmark's section of ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import random
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc
+import redis
 
-import grpc  # noqa: E402
-import redis  # noqa: E402
-from _support import (  # noqa: E402
+from bench._support import (
     BenchFailure,
     ChildProcess,
     StoreServerProcess,
     TimedEvents,
-    command_block,
-    load_average,
-    machine_facts,
-    markdown_table,
-    print_table,
-    run_and_record,
+    positive,
     timed,
 )
+from bench.figures import Target
+from connector import BytesSerializer, EventWriter, StoreClient, WriterConfig
+from connector.framing import iter_frames
 
-from connector import BytesSerializer, EventWriter, StoreClient, WriterConfig  # noqa: E402
-from connector.framing import iter_frames  # noqa: E402
+__all__ = ["Result", "StoreFigures", "measure", "options"]
 
-__all__ = ["main"]
-
-SECTION = "store"
-HEADING = "Store: append and read, Tidemark vs Redis Streams"
 TARGET_APPEND = 150_000
 TARGET_READ = 400_000
 CALL_TIMEOUT_S = 120.0
@@ -109,10 +99,62 @@ def _check(system: str, count: int, checksum: int, expected_count: int, expected
 
 @dataclass
 class Result:
+    """One system's two phases."""
+
     system: str
     append: Phase
     read: Phase
-    note: str
+
+
+@dataclass(frozen=True)
+class StoreFigures:
+    """The figures of a run: Tidemark's phases, Redis's when measured, and the settings."""
+
+    events: int
+    event_size: int
+    batch_bytes: int
+    batch_events: int
+    routing_key: str | None
+    read_bytes: int
+    redis_batch: int
+    redis_page: int
+    redis_server: str  # its version
+    tidemark: Result
+    redis: Result | None
+    software: tuple[str, ...]
+
+    @property
+    def results(self) -> tuple[Result, ...]:
+        """Tidemark's, then Redis's when measured."""
+        return (self.tidemark,) if self.redis is None else (self.tidemark, self.redis)
+
+    @property
+    def append_ratio(self) -> float | None:
+        """Tidemark's append events/s over Redis's."""
+        return None if self.redis is None else self._ratio("append")
+
+    @property
+    def read_ratio(self) -> float | None:
+        """Tidemark's read events/s over Redis's."""
+        return None if self.redis is None else self._ratio("read")
+
+    def _ratio(self, phase: str) -> float:
+        return getattr(self.tidemark, phase).events_per_s / getattr(self.redis, phase).events_per_s
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """Tidemark's rates, absolute and beside Redis's (not measured without Redis)."""
+        redis_rate = {
+            phase: None if self.redis is None else getattr(self.redis, phase).events_per_s
+            for phase in ("append", "read")
+        }
+        append, read = self.tidemark.append.events_per_s, self.tidemark.read.events_per_s
+        return {
+            "append": Target(append, ">=", TARGET_APPEND, "events/s"),
+            "read": Target(read, ">=", TARGET_READ, "events/s"),
+            "append_vs_redis": Target(append, ">=", redis_rate["append"], "events/s"),
+            "read_vs_redis": Target(read, ">=", redis_rate["read"], "events/s"),
+        }
 
 
 def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int) -> Result:
@@ -152,16 +194,8 @@ def run_tidemark(args: argparse.Namespace, payloads: list[bytes], expected: int)
                     count += 1
                 offset = result.next_offset
         _check("tidemark", count, checksum, len(payloads), expected)
-    keys = "no routing key"
-    if args.routing_key:
-        keys = f"routing key {args.routing_key!r} on every event"
-    note = (
-        f"EventWriter batching (max {args.batch_bytes:,} bytes / {args.batch_events:,} events "
-        f"per append), {keys}; reads of max_bytes={args.read_bytes:,}, decoded with "
-        "framing.iter_frames"
-    )
     return Result(
-        "tidemark", Phase(len(payloads), append, total), Phase(len(payloads), reading, total), note
+        "tidemark", Phase(len(payloads), append, total), Phase(len(payloads), reading, total)
     )
 
 
@@ -221,16 +255,12 @@ def run_redis(args: argparse.Namespace, payloads: list[bytes], expected: int) ->
                         count += 1
                     low = b"(" + entries[-1][0]
             _check("redis", count, checksum, len(payloads), expected)
-    note = (
-        f"XADD pipelined {batch:,} per batch (transaction=False); "
-        f"XRANGE pages of COUNT {args.redis_page:,}"
-    )
     return Result(
-        "redis", Phase(len(payloads), append, total), Phase(len(payloads), reading, total), note
+        "redis", Phase(len(payloads), append, total), Phase(len(payloads), reading, total)
     )
 
 
-# --- reporting -------------------------------------------------------------------
+# --- what the section names ------------------------------------------------------
 
 
 def _redis_version(binary: str) -> str:
@@ -252,123 +282,20 @@ def _redis_parser() -> str:
     return "with the hiredis reply parser"
 
 
-def _machine() -> str:
-    return machine_facts(
-        f"grpcio {grpc.__version__}", f"redis-py {redis.__version__} {_redis_parser()}"
-    )
-
-
-def _table(results: Sequence[Result]) -> list[list[str]]:
-    rows = [
-        [
-            "system",
-            "append events/s",
-            "append MB/s",
-            "read events/s",
-            "read MB/s",
-            "append s",
-            "read s",
-            "append CPU s client / server",
-            "read CPU s client / server",
-        ]
-    ]
-    for r in results:
-        rows.append(
-            [
-                r.system,
-                f"{r.append.events_per_s:,.0f}",
-                f"{r.append.mb_per_s:.1f}",
-                f"{r.read.events_per_s:,.0f}",
-                f"{r.read.mb_per_s:.1f}",
-                f"{r.append.seconds:.2f}",
-                f"{r.read.seconds:.2f}",
-                r.append.timing.cpu_text(),
-                r.read.timing.cpu_text(),
-            ]
-        )
-    return rows
-
-
-def _verdicts(tidemark: Result, redis_result: Result | None) -> list[tuple[str, bool | None]]:
-    checks: list[tuple[str, bool | None]] = [
-        (f"append >= {TARGET_APPEND:,} events/s", tidemark.append.events_per_s >= TARGET_APPEND),
-        (f"read >= {TARGET_READ:,} events/s", tidemark.read.events_per_s >= TARGET_READ),
-    ]
-    for phase in ("append", "read"):
-        ok = None
-        if redis_result is not None:
-            ok = getattr(tidemark, phase).events_per_s >= getattr(redis_result, phase).events_per_s
-        checks.append((f"{phase} not slower than Redis", ok))
-    return checks
-
-
-def _report(args: argparse.Namespace, results: list[Result]) -> str:
-    tidemark = results[0]
-    redis_result = results[1] if len(results) > 1 else None
-    rows = _table(results)
-    print()
-    print(f"{args.events:,} events of {args.event_size} bytes, one writer then one reader")
-    print_table(rows)
-    ratios = ""
-    if redis_result is not None:
-        append_ratio = tidemark.append.events_per_s / redis_result.append.events_per_s
-        read_ratio = tidemark.read.events_per_s / redis_result.read.events_per_s
-        ratios = f"tidemark/redis: append {append_ratio:.2f}x, read {read_ratio:.2f}x"
-        print(ratios)
-    print(f"load average (1 min): before {args.load_before:.2f}, after {load_average():.2f}")
-    verdicts = _verdicts(tidemark, redis_result)
-    mark = {True: "met", False: "MISSED", None: "not measured"}
-    for target, ok in verdicts:
-        print(f"target {target}: {mark[ok]}")
-
-    today = datetime.datetime.now(datetime.UTC).date().isoformat()
-    lines = [
-        f"## {HEADING}",
-        "",
-        f"Measured {today} on {_machine()}; redis-server {_redis_version(args.redis_server)}.",
-        "",
-        *command_block(),
-        "",
-        f"Workload: {args.events:,} events of {args.event_size} bytes (distinct pseudo-random "
-        "payloads), appended by one writer over loopback and then read back by one reader from "
-        "the start. Each reader counts the events and checks a CRC-32 chained over every payload "
-        "in order against the one written. MB/s counts payload bytes (1 MB = 10^6 bytes). CPU "
-        "seconds are those the client (the benchmark process) and the server process used during "
-        "the phase; the machine has "
-        f"{os.cpu_count()} cores, so client and server compete for them. Load average (1 min) "
-        f"before the run {args.load_before:.2f}, after {load_average():.2f}: other work on the "
-        "machine slows both systems.",
-        "",
-    ]
-    for r in results:
-        lines.append(f"- **{r.system}**: {r.note}.")
-    lines += [
-        "- Durability differs: Tidemark answers an append only after fdatasync of the data and "
-        "the journal (group commit); Redis with `--appendfsync everysec` answers before its "
-        "fsync, which runs once a second.",
-        "- Both systems are driven from Python, so each client library's per-event work is part "
-        "of the figures (compare the client CPU seconds with the wall time); redis-py parses "
-        "replies in C only when hiredis is installed, and the line above says which parser ran.",
-        "",
-        markdown_table(rows),
-        "",
-    ]
-    if ratios:
-        lines += [f"Ratios, {ratios}.", ""]
-    lines += ["Targets for Tidemark:", ""]
-    lines += [f"- {target}: **{mark[ok]}**" for target, ok in verdicts]
-    return "\n".join(lines)
-
-
 # --- entry point -----------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(
         prog="store_bench", description="Append and read N events: Tidemark vs Redis Streams."
     )
-    parser.add_argument("--events", type=int, default=1_000_000, help="events (default 1000000)")
-    parser.add_argument("--event-size", type=int, default=100, help="payload bytes (default 100)")
+    parser.add_argument(
+        "--events", type=positive, default=1_000_000, help="events (default 1000000)"
+    )
+    parser.add_argument(
+        "--event-size", type=positive, default=100, help="payload bytes (default 100)"
+    )
     parser.add_argument(
         "--batch-bytes",
         type=int,
@@ -398,25 +325,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--redis-server", default="redis-server", help="redis-server binary")
     parser.add_argument("--skip-redis", action="store_true", help="measure Tidemark only")
-    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--seed", type=int, default=2024, help="payload generator seed")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Runs the benchmark; 0 when every check passed, 1 when one failed."""
-    args = _parser().parse_args(argv)
-    if args.events <= 0 or args.event_size <= 0:
-        print("--events and --event-size must be > 0", file=sys.stderr)
-        return 2
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-def _run(args: argparse.Namespace) -> str:
-    """Both systems, one after the other; returns the markdown section."""
+def measure(args: argparse.Namespace) -> StoreFigures:
+    """Both systems, one after the other; raises :class:`BenchFailure` when a check fails."""
     if not args.skip_redis:
         _redis_binary(args)  # fail before the long Tidemark run, not after
-    args.load_before = load_average()
     payloads, expected = _payloads(args.events, args.event_size, args.seed)
     runners: list[Callable[..., Result]] = [run_tidemark]
     if not args.skip_redis:
@@ -432,8 +348,17 @@ def _run(args: argparse.Namespace) -> str:
             flush=True,
         )
         results.append(result)
-    return _report(args, results)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return StoreFigures(
+        events=args.events,
+        event_size=args.event_size,
+        batch_bytes=args.batch_bytes,
+        batch_events=args.batch_events,
+        routing_key=args.routing_key,
+        read_bytes=args.read_bytes,
+        redis_batch=args.redis_batch,
+        redis_page=args.redis_page,
+        redis_server=_redis_version(args.redis_server),
+        tidemark=results[0],
+        redis=results[1] if len(results) > 1 else None,
+        software=(f"grpcio {grpc.__version__}", f"redis-py {redis.__version__} {_redis_parser()}"),
+    )

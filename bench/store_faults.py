@@ -1,8 +1,11 @@
 """Store fault suite: kill -9, full disk, 30 idle days, a non-boundary read, a fuzz of every RPC.
 
-    python bench/store_faults.py                 # everything, full length
-    python bench/store_faults.py --cycles 3 --idle-days 1 --fuzz-seeds 1   # shorter
-    python bench/store_faults.py --only idle fuzz
+    python -m bench.store_faults                 # everything, full length
+    python -m bench.store_faults --cycles 3 --idle-days 1 --fuzz-seeds 1   # shorter
+    python -m bench.store_faults --only idle fuzz
+
+Run from the repository root. It prints its figures; its section of
+RESULTS.md is written by hand.
 
 Kill -9: a real server subprocess on loopback; two writers append batches of
 five events (each numbered by its writer, no retries) to a two-segment stream
@@ -49,17 +52,15 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from connector import StoreClient  # noqa: E402
-from connector._wire import MAX_EVENTS_PER_APPEND  # noqa: E402
-from connector.clock import ManualClock  # noqa: E402
-from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
-from connector.framing import iter_frames  # noqa: E402
-from connector.reader.source import SegmentRange, read_range  # noqa: E402
-from connector.store import SegmentStore, StoreConfig  # noqa: E402
-from connector.store.journal import Journal  # noqa: E402
-from tests.faults.rpc_fuzz import fuzz_server  # noqa: E402
+from connector import StoreClient
+from connector._wire import MAX_EVENTS_PER_APPEND
+from connector.clock import ManualClock
+from connector.errors import ResourceExhaustedError, TidemarkError
+from connector.framing import iter_frames
+from connector.reader.source import SegmentRange, read_range
+from connector.store import SegmentStore, StoreConfig
+from connector.store.journal import Journal
+from tests.faults.rpc_fuzz import fuzz_server
 
 _DAY_MS = 86_400_000
 

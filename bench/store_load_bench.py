@@ -1,7 +1,7 @@
 """Store under load: appends beside 1,000 reads parked at tails, and 16 writers with 8 readers.
 
-    python bench/run.py store_load                        # full length
-    python bench/run.py store_load --parked 200 --seconds 10 --no-write   # shorter
+    python -m bench.run store_load                        # full length
+    python -m bench.run store_load --parked 200 --seconds 10 --no-write   # shorter
 
 Both parts run against a real server subprocess on loopback (fsync on every
 commit), with its Prometheus endpoint on, whose ``tidemark_parked_tail_reads``
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import threading
 import time
 import urllib.request
@@ -37,19 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from _support import (
+
+from bench._support import (
     BenchFailure,
     StoreServerProcess,
-    command_block,
     free_port,
-    load_average,
-    machine_facts,
-    markdown_table,
     percentile,
-    print_table,
-    run_and_record,
+    positive,
 )
-
+from bench.figures import Target
 from connector import StoreClient
 from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
@@ -58,21 +53,23 @@ from connector.errors import TidemarkError
 from connector.framing import iter_frames
 from connector.reader.source import SegmentRange, read_range
 
-SECTION = "store_load"
+__all__ = ["MixedResult", "ParkedResult", "StoreLoadFigures", "measure", "options"]
+
+TARGET_APPEND_P99_MS = 50.0  # with 1,000 reads parked
 _PAYLOAD = b"x" * 100
 _PARKED_WAIT_MS = 600_000
 _CONNECTIONS = 4
 
 
-def _parser() -> argparse.ArgumentParser:
+def options() -> argparse.ArgumentParser:
+    """The benchmark's own options (the runner adds ``--no-write`` and ``--results``)."""
     parser = argparse.ArgumentParser(prog="store_load", description=__doc__.split("\n")[0])
-    parser.add_argument("--parked", type=int, default=1_000, help="reads parked (default 1000)")
-    parser.add_argument("--appends", type=int, default=2_000, help="appends timed (default 2000)")
-    parser.add_argument("--writers", type=int, default=16, help="writer threads (default 16)")
-    parser.add_argument("--readers", type=int, default=8, help="reader threads (default 8)")
-    parser.add_argument("--batch", type=int, default=10, help="events per append (default 10)")
+    parser.add_argument("--parked", type=positive, default=1_000, help="reads parked (1000)")
+    parser.add_argument("--appends", type=positive, default=2_000, help="appends timed (2000)")
+    parser.add_argument("--writers", type=positive, default=16, help="writer threads (16)")
+    parser.add_argument("--readers", type=positive, default=8, help="reader threads (8)")
+    parser.add_argument("--batch", type=positive, default=10, help="events per append (10)")
     parser.add_argument("--seconds", type=float, default=60.0, help="mixed run (default 60)")
-    parser.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
     return parser
 
 
@@ -111,10 +108,6 @@ def _server(*extra_args: str) -> Iterator[_Server]:
         yield server
     finally:
         server.process.stop()
-
-
-def _ms(seconds: list[float], q: float) -> str:
-    return f"{percentile(seconds, q) * 1000:.1f}"
 
 
 def _latencies(calls: int, call: Callable[[int], Any]) -> list[float]:
@@ -298,89 +291,77 @@ def run_mixed(args: argparse.Namespace) -> MixedResult:
     )
 
 
-def _report(args: argparse.Namespace, parked: ParkedResult, mixed: MixedResult) -> str:
-    rows = [["calls", "reads parked", "p50 ms", "p99 ms", "max ms"]]
-    for kind, figures in (("append", parked.appends), ("describe", parked.describes)):
-        for state in ("none", "parked"):
-            seconds = figures[state]
-            count = "0" if state == "none" else f"{parked.parked:,}"
-            rows.append(
-                [kind, count, _ms(seconds, 50), _ms(seconds, 99), f"{max(seconds) * 1000:.1f}"]
-            )
-    print_table(rows)
-    ratio = percentile(parked.appends["parked"], 99) / percentile(parked.appends["none"], 99)
-    rate = mixed.appended / mixed.seconds
-    mixed_rows = [
-        ["writers", "readers", "seconds", "appended events/s", "read events/s"],
-        [
-            str(args.writers),
-            str(args.readers),
-            f"{mixed.seconds:.1f}",
-            f"{rate:,.0f}",
-            f"{mixed.read / mixed.seconds:,.0f}",
-        ],
-    ]
-    mixed_rows[0] += ["append p50 ms", "append p99 ms", "errors", "lost", "duplicated", "reordered"]
-    mixed_rows[1] += [
-        _ms(mixed.append_seconds, 50),
-        _ms(mixed.append_seconds, 99),
-        str(len(mixed.errors)),
-        str(mixed.lost),
-        str(mixed.duplicated),
-        str(mixed.reordered),
-    ]
-    print_table(mixed_rows)
-    for error in mixed.errors[:5]:
-        print("error:", error)
-    lines = [
-        "## Store under load: parked reads, and writers with readers",
-        "",
-        f"Machine: {machine_facts()}. Load average before the run: {args.load_before:.2f}.",
-        "",
-        *command_block(),
-        "",
-        f"Parked reads: {args.appends:,} single-event appends of 100 bytes and as many "
-        f"describes, one after the other, with no read waiting and then with "
-        f"{parked.parked:,} reads parked at the tails of a 64-segment stream over "
-        f"{_CONNECTIONS} connections (parked within {parked.park_s:.2f} s; released "
-        f"{parked.release_s:.2f} s after they were cancelled). Target: append p99 < 50 ms "
-        f"with 1,000 parked.",
-        "",
-        markdown_table(rows),
-        "",
-        f"Append p99 with the reads parked / without: **{ratio:.2f}**.",
-        "",
-        f"Writers and readers: {args.writers} writer threads appending batches of "
-        f"{args.batch} 100-byte events, each to its own segment, and {args.readers} tail "
-        f"readers (`wait_ms` 500) over those segments, in one client process; then every "
-        f"acknowledged event read back.",
-        "",
-        markdown_table(mixed_rows),
-    ]
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class StoreLoadFigures:
+    """The two parts' figures, and the settings they ran with."""
+
+    appends: int
+    writers: int
+    readers: int
+    batch: int
+    connections: int
+    parked: ParkedResult
+    mixed: MixedResult
+    software: tuple[str, ...] = ()
+
+    @property
+    def latencies(self) -> list[tuple[str, int, float, float, float]]:
+        """(calls, reads parked, p50 ms, p99 ms, max ms), append then describe, none then parked."""
+        rows = []
+        for kind, figures in (("append", self.parked.appends), ("describe", self.parked.describes)):
+            for state, parked in (("none", 0), ("parked", self.parked.parked)):
+                seconds = figures[state]
+                ms = [percentile(seconds, q) * 1000 for q in (50, 99)]
+                rows.append((kind, parked, *ms, max(seconds) * 1000))
+        return rows
+
+    @property
+    def parked_ratio(self) -> float:
+        """Append p99 with the reads parked over append p99 without."""
+        appends = self.parked.appends
+        return percentile(appends["parked"], 99) / percentile(appends["none"], 99)
+
+    @property
+    def append_rate(self) -> float:
+        """Events/s the writers appended, all together."""
+        return self.mixed.appended / self.mixed.seconds
+
+    @property
+    def read_rate(self) -> float:
+        """Events/s the tail readers read, all together."""
+        return self.mixed.read / self.mixed.seconds
+
+    @property
+    def errors(self) -> int:
+        """Calls of the writers and readers that failed."""
+        return len(self.mixed.errors)
+
+    @property
+    def append_ms(self) -> dict[str, float]:
+        """The writers' append latency, ms, at p50 and p99 (keys ``p50``, ``p99``)."""
+        return {f"p{q}": percentile(self.mixed.append_seconds, q) * 1000 for q in (50, 99)}
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        """Append p99 with the reads parked."""
+        p99 = percentile(self.parked.appends["parked"], 99) * 1000
+        return {"append_p99_parked": Target(p99, "<", TARGET_APPEND_P99_MS, "ms")}
 
 
-def _run(args: argparse.Namespace) -> str:
-    args.load_before = load_average()
+def measure(args: argparse.Namespace) -> StoreLoadFigures:
+    """Both parts; raises :class:`BenchFailure` on an error, a lost or a misplaced event."""
     print(f"parked reads: {args.parked:,} ...", flush=True)
     parked = run_parked(args)
     print(f"writers and readers: {args.seconds:.0f} s ...", flush=True)
     mixed = run_mixed(args)
-    markdown = _report(args, parked, mixed)
+    for error in mixed.errors[:5]:
+        print("error:", error)
     if mixed.errors or mixed.lost or mixed.duplicated or mixed.reordered:
         msg = (
             f"{len(mixed.errors)} errors, {mixed.lost} lost, {mixed.duplicated} duplicated, "
             f"{mixed.reordered} segments out of order"
         )
         raise BenchFailure(msg)
-    return markdown
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Runs the benchmark; 0 when every check passed, 1 when one failed."""
-    args = _parser().parse_args(argv)
-    return run_and_record(SECTION, lambda: _run(args), write=not args.no_write)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return StoreLoadFigures(
+        args.appends, args.writers, args.readers, args.batch, _CONNECTIONS, parked, mixed
+    )
