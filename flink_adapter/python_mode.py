@@ -132,18 +132,9 @@ class Subtask:
 def subtask_of(runtime_context: Any) -> Subtask:
     """The index, parallelism and attempt of the subtask given ``runtime_context``, in either mode.
 
-    PyFlink 2.3's thread-mode runtime context asks the JVM's
-    ``RuntimeContext`` for ``getIndexOfThisSubtask`` and its kin, which
-    Flink 2.0 moved to ``getTaskInfo()`` (FLIP-382): there they fail with
-    ``AttributeError``, so this asks the task info itself.
+    PyFlink's own methods, which answer in thread mode too once
+    :mod:`flink_adapter` is imported (:mod:`flink_adapter.runtime_context`).
     """
-    if mode_of(runtime_context) == THREAD:
-        info = runtime_context._runtime_context.getTaskInfo()
-        return Subtask(
-            info.getIndexOfThisSubtask(),
-            info.getNumberOfParallelSubtasks(),
-            info.getAttemptNumber(),
-        )
     return Subtask(
         runtime_context.get_index_of_this_subtask(),
         runtime_context.get_number_of_parallel_subtasks(),
