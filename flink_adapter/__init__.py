@@ -11,10 +11,16 @@ the Spark adapter does: the builder maps its options to the core's read
 specification, the coordinator plans with the core's planner, the readers
 read with its one read path. Import it only where PyFlink is installed
 (``pip install tidemark-store[flink]``).
+
+Importing it in a TaskManager's thread-mode interpreter makes PyFlink's
+``RuntimeContext`` methods for the task (``get_index_of_this_subtask`` and
+its kin) work there, for every function of the job
+(:mod:`flink_adapter.runtime_context`).
 """
 
 from connector.reader.events import TimeDomain
 from connector.reader.source import StreamCut
+from flink_adapter import runtime_context as _runtime_context
 from flink_adapter.builder import FlinkTidemarkReader, FlinkTidemarkReaderBuilder
 from flink_adapter.ordering import LATE_EVENTS, EventTimeOrderingFunction, late_events
 from flink_adapter.rows import OUTPUT_FIELDS
@@ -32,3 +38,5 @@ __all__ = [
     "TimeDomain",
     "late_events",
 ]
+
+_runtime_context.install()

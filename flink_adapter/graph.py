@@ -108,12 +108,14 @@ def create_table(
     processing-time domain. Table and SQL jobs use it without a conversion
     to a DataStream and back (each costs the JVM work on every row).
 
-    Job-wide, it sets only what the source cannot run without or would be
-    slow without, and each only where the job has no setting of its own
-    (see :func:`configure_latency`): the Python execution mode
-    (:func:`~flink_adapter.python_mode.configure_job`), the Python bundle
-    time and, in a domain with watermarks, the auto-watermark interval.
-    The network buffer timeout is set on the source's own operators only.
+    Job-wide, it sets only what the source would be slow without, and each
+    only where the job has no setting of its own (see
+    :func:`configure_latency`): the Python bundle time and, in a domain
+    with watermarks, the auto-watermark interval. It leaves the Python
+    execution mode as the job has it unless the builder's
+    ``with_python_execution_mode`` asks for one
+    (:func:`~flink_adapter.python_mode.configure_job`). The network buffer
+    timeout is set on the source's own operators only.
     """
     # Before any Python function is added: PyFlink picks each one's operator by the mode.
     settings = replace(settings, mode=configure_job(env, settings.python_mode))

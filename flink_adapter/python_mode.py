@@ -10,11 +10,15 @@ PyFlink runs a job's Python functions in one of two ways (``python.execution-mod
   local mini-cluster PyFlink's "loopback" runs them in the client process).
 
 The mode is the job's: PyFlink hands every Python operator of a job the
-job's setting when the job is submitted, so one job cannot mix modes.
-PyFlink falls back to process mode where thread mode is not supported,
-without saying so, so the source checks where each of its functions runs
-(:func:`mode_of`) and says it (:func:`report_mode`: the TaskManager's log
-and a metric).
+job's setting when the job is submitted, so one job cannot mix modes, and
+the mode decides how the user's own functions run too. So the source leaves
+it as the job has it (PyFlink's default is process mode) and sets it only
+when asked (:func:`configure_job`). In thread mode PyFlink 2.3's
+``RuntimeContext`` needs :mod:`flink_adapter.runtime_context` for its task
+methods. PyFlink falls back to process mode where thread mode is not
+supported, without saying so, so the source checks where each of its
+functions runs (:func:`mode_of`) and says it (:func:`report_mode`: the
+TaskManager's log and a metric).
 
 Thread mode needs two settings PyFlink does not make by itself:
 ``python.executable`` (PyFlink's default is ``python`` on the PATH, which
@@ -39,7 +43,6 @@ __all__ = [
     "THREAD",
     "Subtask",
     "configure_job",
-    "default_mode",
     "job_log",
     "local_python_path",
     "mode_of",
@@ -63,11 +66,6 @@ PATH_KEY = "python.pythonpath"
 _PACKAGES = ("connector", "flink_adapter")
 
 
-def default_mode() -> str:
-    """Thread mode where PyFlink can run it (its pemja is installed), else process mode."""
-    return THREAD if importlib.util.find_spec("pemja") is not None else PROCESS
-
-
 def local_python_path() -> str:
     """What ``python.pythonpath`` must hold for thread mode to import this environment's modules.
 
@@ -89,12 +87,13 @@ def local_python_path() -> str:
 
 
 def configure_job(env: Any, mode: str | None) -> str:
-    """Sets the Python execution mode of ``env``'s job; returns the mode the job asks for.
+    """Sets the Python execution mode of ``env``'s job if ``mode`` asks; returns the job's mode.
 
-    ``mode`` None keeps the job's own ``python.execution-mode`` when it has
-    one (set in its configuration or the cluster's), else chooses
-    :func:`default_mode`. In thread mode on a local mini-cluster it also
-    sets ``python.executable`` (this interpreter) and ``python.pythonpath``
+    ``mode`` None leaves the job's own ``python.execution-mode`` (set in its
+    configuration or the cluster's) as it is, and returns it, or
+    :data:`PROCESS`, PyFlink's default, when the job has none. A mode given
+    is set. In thread mode on a local mini-cluster it also sets
+    ``python.executable`` (this interpreter) and ``python.pythonpath``
     (:func:`local_python_path`), each only when the job has none; a cluster
     takes both from its configuration.
     """
@@ -103,8 +102,9 @@ def configure_job(env: Any, mode: str | None) -> str:
     config = get_j_env_configuration(env._j_stream_execution_environment)
     if mode is None:
         configured = config.getString(MODE_KEY, None) if config.containsKey(MODE_KEY) else None
-        mode = str(configured).lower() if configured else default_mode()
-    config.setString(MODE_KEY, mode)
+        mode = str(configured).lower() if configured else PROCESS
+    else:
+        config.setString(MODE_KEY, mode)
     if mode == THREAD and is_local_deployment(config):
         for key, value in ((EXECUTABLE_KEY, sys.executable), (PATH_KEY, local_python_path())):
             if not config.containsKey(key):
@@ -132,18 +132,9 @@ class Subtask:
 def subtask_of(runtime_context: Any) -> Subtask:
     """The index, parallelism and attempt of the subtask given ``runtime_context``, in either mode.
 
-    PyFlink 2.3's thread-mode runtime context asks the JVM's
-    ``RuntimeContext`` for ``getIndexOfThisSubtask`` and its kin, which
-    Flink 2.0 moved to ``getTaskInfo()`` (FLIP-382): there they fail with
-    ``AttributeError``, so this asks the task info itself.
+    PyFlink's own methods, which answer in thread mode too once
+    :mod:`flink_adapter` is imported (:mod:`flink_adapter.runtime_context`).
     """
-    if mode_of(runtime_context) == THREAD:
-        info = runtime_context._runtime_context.getTaskInfo()
-        return Subtask(
-            info.getIndexOfThisSubtask(),
-            info.getNumberOfParallelSubtasks(),
-            info.getAttemptNumber(),
-        )
     return Subtask(
         runtime_context.get_index_of_this_subtask(),
         runtime_context.get_number_of_parallel_subtasks(),

@@ -31,10 +31,10 @@ class SourceSettings:
         parallelism: reader subtasks (None: the environment's).
         epoch_interval_ms: how often the coordinator plans (one epoch per tick).
         python_mode: the Python execution mode asked for (``thread`` or
-            ``process``; None: the job's own setting, else thread mode where
-            PyFlink can run it); see :mod:`flink_adapter.python_mode`.
-        mode: the mode the job was set to when the source was added (the
-            functions check they run in it).
+            ``process``; None: the job's own setting, left as it is); see
+            :mod:`flink_adapter.python_mode`.
+        mode: the job's mode once the source was added (the functions
+            check they run in it).
         json_fields: the declared JSON fields (name, SQL type), each a
             typed column of the rows (:mod:`flink_adapter.json_fields`).
     """
@@ -45,7 +45,7 @@ class SourceSettings:
     parallelism: int | None = None
     epoch_interval_ms: int = EPOCH_INTERVAL_MS
     python_mode: str | None = None
-    mode: str = "thread"
+    mode: str = "process"
     json_fields: JsonFields = ()
 
     @property

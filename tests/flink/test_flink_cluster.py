@@ -5,7 +5,8 @@ commands run as written (a JobManager and a TaskManager from the scripts
 apache-flink ships, the job given to ``flink run -py`` with the interpreters
 and path they name: :mod:`examples.flink_cluster_job`), a store server in a
 process of its own. The source's functions must say over the REST API that
-they run in thread mode. Once the job has finished part files for the first
+they run in process mode, PyFlink's default, which the source leaves as it
+is. Once the job has finished part files for the first
 events (so a checkpoint completed), the TaskManager is killed with SIGKILL
 and a new one started with the README's command; the job restores from its
 last checkpoint and goes on. Every event written must be in the finished
@@ -74,7 +75,7 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
             timeout=120,
             what="the reader subtasks' metrics",
         )
-        assert cluster.metric(job, source, "tidemark.pythonThreadMode") == [1, 1], "thread mode"
+        assert cluster.metric(job, source, "tidemark.pythonThreadMode") == [0, 0], "process mode"
         wait_until(
             lambda: len(_finished_events(output)) >= 200,
             timeout=120,

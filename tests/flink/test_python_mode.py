@@ -38,15 +38,27 @@ def _config(env):
     return {key: config.getString(key, None) for key in (MODE_KEY, EXECUTABLE_KEY, PATH_KEY)}
 
 
-def test_a_local_job_gets_thread_mode_with_this_interpreter_and_its_path():
+def test_a_job_without_a_mode_is_left_in_pyflinks_default_process_mode():
     env = environment()
-    assert configure_job(env, None) == THREAD
+    assert configure_job(env, None) == PROCESS
+    assert _config(env) == {MODE_KEY: None, EXECUTABLE_KEY: None, PATH_KEY: None}
+
+
+def test_a_local_job_asked_for_thread_mode_gets_this_interpreter_and_its_path():
+    env = environment()
+    assert configure_job(env, THREAD) == THREAD
     config = _config(env)
     assert config[MODE_KEY] == THREAD
     assert config[EXECUTABLE_KEY] == sys.executable
     path = config[PATH_KEY].split(os.pathsep)
     assert sysconfig.get_paths()["purelib"] in path, "the environment's site-packages"
     assert ROOT in path, "the checkout an editable install imports from"
+
+
+def test_a_job_set_to_thread_mode_by_itself_gets_the_interpreter_and_path_too():
+    env = environment(THREAD)
+    assert configure_job(env, None) == THREAD
+    assert _config(env)[EXECUTABLE_KEY] == sys.executable
 
 
 def test_the_jobs_own_mode_is_kept_and_an_explicit_one_wins():
