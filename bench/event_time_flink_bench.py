@@ -52,6 +52,7 @@ def measure(args: argparse.Namespace) -> EngineLatencies:
             .with_deserialization_schema("json")
             .with_time_domain(TimeDomain.EVENT_TIME)
             .with_timestamp_assigner("ts")
+            .with_python_execution_mode("thread")  # as recorded in RESULTS.md
             .build()
         )
         stamped = (

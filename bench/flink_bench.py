@@ -512,6 +512,7 @@ def run_latency(uri: str, rate: int, seconds: float, work: str, epoch_ms: int | 
         .with_timestamp_assigner("ts")
         .with_max_event_time_lag(0)
         .with_parallelism(PARALLELISM)
+        .with_python_execution_mode("thread")  # as recorded: the latency figures are thread mode's
     )
     if epoch_ms is not None:
         builder = builder.with_epoch_interval(epoch_ms)
