@@ -58,7 +58,7 @@ from connector.errors import ResourceExhaustedError, TidemarkError  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
 from connector.reader.source import SegmentRange, read_range  # noqa: E402
 from connector.store import SegmentStore, StoreConfig  # noqa: E402
-from connector.store.journal import Journal  # noqa: E402
+from connector.store.file.journal import Journal  # noqa: E402
 from tests.faults.rpc_fuzz import fuzz_server  # noqa: E402
 
 _DAY_MS = 86_400_000
@@ -307,7 +307,7 @@ def boundary_check(work: pathlib.Path, batches: int = 4, repeats: int = 20) -> d
     boundary). Bytes are counted where the store reads its data files.
     """
     from connector.errors import InvalidArgumentError
-    from connector.store.segment import Segment
+    from connector.store.file.segment import Segment
 
     store = SegmentStore(StoreConfig(str(work / "boundary"), polling_period_ms=None))
     store.create_scope("b")

@@ -2,7 +2,7 @@
 
 :class:`Storage` is the store's API as the server, its health service and
 its metrics use it. Two storages implement it: the file store
-(:class:`~connector.store.store.SegmentStore`, a data dir on one machine, the
+(:class:`~connector.store.file.store.SegmentStore`, a data dir on one machine, the
 embedded default) and the JetStream store (``connector.store.jetstream``,
 streams on a replicated NATS JetStream cluster). Both keep the same
 promises, stated on each method here; what a storage adds (where its data
@@ -267,7 +267,7 @@ def open_storage(config: StorageConfig) -> Storage:
             or the storage cannot be opened with it.
     """
     if isinstance(config, StoreConfig):
-        from connector.store.store import SegmentStore
+        from connector.store.file.store import SegmentStore
 
         return SegmentStore(config)
     from connector.store.jetstream.config import JetStreamConfig

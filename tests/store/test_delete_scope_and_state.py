@@ -9,8 +9,8 @@ import pytest
 
 from connector import StoreClient
 from connector.errors import FailedPreconditionError, NotFoundError
-from connector.store.catalog import Catalog
-from connector.store.open_files import OpenFiles
+from connector.store.file.catalog import Catalog
+from connector.store.file.open_files import OpenFiles
 from connector.store.records import StateDeleted, StateSet
 
 

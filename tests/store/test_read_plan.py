@@ -11,7 +11,7 @@ from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
-from connector.store.segment import Segment
+from connector.store.file.segment import Segment
 
 SEGMENT = "p/s/0"
 

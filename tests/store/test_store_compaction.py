@@ -12,7 +12,7 @@ from connector.background import TaskStatus
 from connector.clock import ManualClock
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
-from connector.store.store import COMPACTION_RETRY_MS
+from connector.store.file.store import COMPACTION_RETRY_MS
 
 LAG = 100
 

@@ -20,7 +20,7 @@ from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
 from connector.ops.health import STORE_SERVICE
 from connector.store import SegmentStore, StoreConfig
-from connector.store import disk as disk_module
+from connector.store.file import disk as disk_module
 from tests.conftest import wait_until
 from tests.probes import (
     NOT_SERVING,

@@ -1,13 +1,13 @@
 """The segment store: streams of segments, ingestion time, durability.
 
 :class:`SegmentStore` is the store's API: it validates each request, and for a
-change hands a *prepare* step to the :mod:`~connector.store.sequencer`, which
+change hands a *prepare* step to the :mod:`~connector.store.file.sequencer`, which
 orders every change of every segment, stamps temporal operations with the
 ingestion clock and commits them in groups (data fsynced, then the journal),
 so an acknowledged change is durable and a reader never sees what a crash
 could take back. Each change is one typed journal record
-(:mod:`~connector.store.records`) applied to the :mod:`~connector.store.catalog`;
-a :class:`~connector.store.segment.Segment` keeps its own data file, watermark
+(:mod:`~connector.store.records`) applied to the :mod:`~connector.store.file.catalog`;
+a :class:`~connector.store.file.segment.Segment` keeps its own data file, watermark
 index and lock. The idle advancer gives segments without writes idle ticks, so
 their watermarks move (PDP 26). Writers assert event time on a stream
 (seed 002, :mod:`~connector.store.assertions`); writers that fall silent are
@@ -55,12 +55,15 @@ from connector.store.assertions import (
     timeout_record,
 )
 from connector.store.boundaries import checkpoints
-from connector.store.catalog import Catalog
-from connector.store.compaction import Compaction
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
-from connector.store.data_dir import DataDirLock
-from connector.store.disk import domain_error
-from connector.store.open_files import OpenFiles
+from connector.store.file.catalog import Catalog
+from connector.store.file.compaction import Compaction
+from connector.store.file.data_dir import DataDirLock
+from connector.store.file.disk import domain_error
+from connector.store.file.open_files import OpenFiles
+from connector.store.file.recovery import open_journal, recover
+from connector.store.file.segment import Segment
+from connector.store.file.sequencer import Publish, Sequencer
 from connector.store.reading import TailReaders, plan
 from connector.store.records import (
     Committed,
@@ -73,7 +76,6 @@ from connector.store.records import (
     WatermarkAsserted,
     WritersTimedOut,
 )
-from connector.store.recovery import open_journal, recover
 from connector.store.requests import (
     check_append,
     check_assertion,
@@ -84,8 +86,6 @@ from connector.store.requests import (
     check_state_prefix,
     duplicates_in_batch,
 )
-from connector.store.segment import Segment
-from connector.store.sequencer import Publish, Sequencer
 from connector.store.streams import (
     StreamEntry,
     created_record,

@@ -14,9 +14,9 @@ import os
 from collections.abc import Callable
 
 from connector.store.boundaries import SparseBoundaries
-from connector.store.disk import write_all
 from connector.store.event_time_index import EventTimeIndex
-from connector.store.open_files import OpenFiles
+from connector.store.file.disk import write_all
+from connector.store.file.open_files import OpenFiles
 from connector.store.published import PublishedSegment, SegmentSnapshot
 from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from connector.errors import NotFoundError, ResourceExhaustedError
 from connector.names import SegmentId, validate_name
 from connector.store.assertions import apply_asserted, apply_timed_out
-from connector.store.open_files import OpenFiles
+from connector.store.file.open_files import OpenFiles
+from connector.store.file.segment import Segment
 from connector.store.records import (
     Committed,
     Record,
@@ -37,7 +38,6 @@ from connector.store.records import (
     WatermarkAsserted,
     WritersTimedOut,
 )
-from connector.store.segment import Segment
 from connector.store.streams import (
     StreamEntry,
     apply_created,
