@@ -54,8 +54,8 @@ from _support import (  # noqa: E402
 )
 
 from connector import BytesSerializer, EventWriter, StoreClient  # noqa: E402
+from connector.devtools.local_cluster import LocalCluster, find_nats_server  # noqa: E402
 from connector.framing import iter_frames  # noqa: E402
-from connector.store.jetstream.local_cluster import LocalCluster, find_nats_server  # noqa: E402
 
 __all__ = ["main"]
 

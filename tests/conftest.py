@@ -30,10 +30,10 @@ from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
+from connector.devtools.local_cluster import LocalCluster
 from connector.server import StoreServer
 from connector.store import SegmentStore, StorageConfig, StoreConfig
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from connector.store.published import PublishedSegment
 
 from .nats_namespaces import drop_namespace

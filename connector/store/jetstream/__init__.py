@@ -5,7 +5,6 @@
 - :mod:`.log`, :mod:`.segment`, :mod:`.follower`: a stream rebuilt from its messages on each server.
 - :mod:`.catalog` and :mod:`.state`: scopes, stream names and reader-group state in buckets.
 - :mod:`.engine`: the NATS connection and its errors in Tidemark's words.
-- :mod:`.local_cluster`: a local 3-node cluster for development and tests.
 
 Importing this package needs nothing beyond the core; :mod:`.store` needs
 nats-py (``pip install "tidemark-store[jetstream]"``).
