@@ -263,7 +263,7 @@ def _journal(args: argparse.Namespace) -> list[str]:
                 )
             seconds = time.monotonic() - began
             final = store.journal_size()
-            segments = [store._catalog.segment_named(f"{SCOPE}/journal/{n}") for n in (0, 1)]  # noqa: SLF001
+            segments = [store.engine.segment(f"{SCOPE}/journal/{n}") for n in (0, 1)]
             index = max(len(segment.event_index_entries()[0]) for segment in segments)
     largest = max(size for _, size in samples)
     # Bytes per assertion: the journal's growth between samples (compactions left out).

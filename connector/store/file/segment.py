@@ -10,18 +10,21 @@ fields: the store asks, the segment keeps itself consistent.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 
 from connector.store.boundaries import SparseBoundaries
 from connector.store.event_time_index import EventTimeIndex
-from connector.store.file.disk import write_all
+from connector.store.file.disk import domain_error, write_all
 from connector.store.file.open_files import OpenFiles
 from connector.store.published import PublishedSegment, SegmentSnapshot
 from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
+
+_log = logging.getLogger(__name__)
 
 
 class Segment(PublishedSegment):
@@ -207,9 +210,18 @@ class Segment(PublishedSegment):
     # --- the readers' side ----------------------------------------------------
 
     def read_bytes(self, start: int, stop: int) -> bytes:
-        """Reads the data file between two offsets."""
-        with self._files.borrow(self.data_path) as fd:
-            return os.pread(fd, stop - start, start)
+        """Reads the data file between two offsets.
+
+        Raises:
+            ResourceExhaustedError: no file descriptor was left to read with.
+            StoreUnavailableError: the data file could not be read.
+        """
+        try:
+            with self._files.borrow(self.data_path) as fd:
+                return os.pread(fd, stop - start, start)
+        except OSError as error:  # no descriptor left, or the disk failed under the read
+            _log.warning("a read of %s failed: %s", self.name, error)
+            raise domain_error(error, "the read", "served") from None
 
     def close(self) -> None:
         """Closes the segment's idle descriptors; closing twice is harmless."""
