@@ -99,9 +99,8 @@ def new_stream_in(client: StoreClient, segments: int = 1, scope: str | None = No
 def segment_inside(server: StoreServer, name: str) -> PublishedSegment:
     """The store's own object of segment ``name``, on either storage (tests that look inside)."""
     store = server.store
-    if isinstance(store, StoreFront):
-        return store.engine.segment(name)
-    return store._segment(name)[1]  # type: ignore[attr-defined]  # noqa: SLF001
+    assert isinstance(store, StoreFront), f"not a store's front: {store!r}"
+    return store.engine.segment(name)
 
 
 @pytest.fixture(name="wait_until")

@@ -434,6 +434,16 @@ class PublishedSegment:
         self.remember_boundary(stop)
         return stop
 
+    def check_within(self, offset: int, end: int) -> None:
+        """Refuses an offset outside ``[0, end]`` of the segment.
+
+        Raises:
+            InvalidArgumentError: naming the offset and the segment's range.
+        """
+        if offset < 0 or offset > end:
+            msg = f"offset {offset} is outside segment {self.name!r} (0 to {end})"
+            raise InvalidArgumentError(msg)
+
     def check_readable(self, offset: int) -> None:
         """Refuses an offset before the head (truncated data) or inside an event.
 

@@ -17,7 +17,6 @@ from typing import Generic, TypeVar
 
 from connector.errors import (
     FailedPreconditionError,
-    InvalidArgumentError,
     NotFoundError,
     SegmentSealedError,
 )
@@ -160,10 +159,7 @@ def truncation_record(entry: StreamEntry[S], cut: Mapping[int, int]) -> StreamTr
     """
     for number, offset in sorted(cut.items()):
         segment = entry.segment(number)
-        if not 0 <= offset <= segment.pending_end:
-            end = segment.pending_end
-            msg = f"offset {offset} is outside segment {segment.name!r} (0 to {end})"
-            raise InvalidArgumentError(msg)
+        segment.check_within(offset, segment.pending_end)
         if offset > segment.head:
             segment.check_boundary(offset)
     removed = tuple(
