@@ -52,7 +52,13 @@ from connector.store.config import StorageConfig, StoreObserver
 from connector.store.engine import Batch, Creation, Engine, Riding, Stored
 from connector.store.published import PublishedSegment
 from connector.store.reading import TailReaders, plan
-from connector.store.records import StreamCreated, StreamScaled, WatermarkAsserted, WritersTimedOut
+from connector.store.records import (
+    Record,
+    StreamCreated,
+    StreamScaled,
+    WatermarkAsserted,
+    WritersTimedOut,
+)
 from connector.store.requests import (
     check_append,
     check_assertion,
@@ -287,7 +293,7 @@ class StoreFront(Generic[S]):
 
         return decide
 
-    def _asserted(self, scope: str, stream: str, record: object) -> AssertionResult:
+    def _asserted(self, scope: str, stream: str, record: Record | None) -> AssertionResult:
         """What an assertion did: the segments it reached, or every open one for a duplicate."""
         if isinstance(record, WatermarkAsserted):
             names = tuple(str(SegmentId(scope, stream, s.number)) for s in record.segments)

@@ -317,7 +317,13 @@ class FileEngine:
                 time_ms, undo = segment.stage_time(now_ms)
                 self._sequencer.on_failure(undo)
                 publishes.append(self._sequencer.record(Ticked(segment.name, time_ms)))
-            return lambda: len([publish() for publish in publishes])
+
+            def published() -> int:
+                for publish in publishes:
+                    publish()
+                return len(publishes)
+
+            return published
 
         return self._sequencer.submit(prepare, barrier=False)
 

@@ -87,7 +87,6 @@ class StreamLog:
         self.meta_seq = 0
         #: Set once the creation record is applied.
         self.created = threading.Event()
-        self._applied_changed = threading.Condition(self._lock)
 
     # --- lookups (any thread) ---------------------------------------------------------
 
@@ -138,11 +137,6 @@ class StreamLog:
     def __iter__(self) -> Iterator[JetStreamSegment]:
         return iter(self.segments())
 
-    def wait_applied(self, seq: int, timeout_s: float) -> bool:
-        """Waits until the messages up to ``seq`` are applied in order; returns whether they are."""
-        with self._applied_changed:
-            return self._applied_changed.wait_for(lambda: self.applied >= seq, timeout_s)
-
     # --- applying messages (the store's event loop) -------------------------------------
 
     def apply_in_order(self, seq: int, subject: str, entry: Entry) -> None:
@@ -150,15 +144,13 @@ class StreamLog:
         if seq <= self.applied:
             return
         self._apply(seq, subject, entry)
-        with self._applied_changed:
+        with self._lock:
             self.applied = seq
-            self._applied_changed.notify_all()
 
     def skip(self, seq: int) -> None:
         """Counts the message at ``seq`` as applied without applying it (it is not Tidemark's)."""
-        with self._applied_changed:
+        with self._lock:
             self.applied = max(self.applied, seq)
-            self._applied_changed.notify_all()
 
     def apply_published(self, seq: int, subject: str, entry: Entry) -> None:
         """Applies this server's own message as soon as JetStream acknowledged it.
