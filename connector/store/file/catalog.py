@@ -21,6 +21,7 @@ from connector.names import SegmentId
 from connector.store.assertions import apply_asserted, apply_timed_out
 from connector.store.file.open_files import OpenFiles
 from connector.store.file.segment import Segment
+from connector.store.published import SegmentIdentity
 from connector.store.records import (
     Committed,
     Record,
@@ -261,26 +262,9 @@ class Catalog:
             )
             self._place(entry, segment)
 
-    def _new_segment(
-        self,
-        entry: StreamEntry[Segment],
-        number: int,
-        low: float,
-        high: float,
-        creation_time: int,
-        predecessors: tuple[str, ...],
-    ) -> Segment:
-        segment = Segment(
-            name=entry.segment_name(number),
-            number=number,
-            key_low=low,
-            key_high=high,
-            epoch=entry.epoch,
-            creation_time=creation_time,
-            predecessors=predecessors,
-            data_path=os.path.join(self._make_folder(entry), f"{number}.events"),
-            files=self._files,
-        )
+    def _new_segment(self, entry: StreamEntry[Segment], identity: SegmentIdentity) -> Segment:
+        data_path = os.path.join(self._make_folder(entry), f"{identity.number}.events")
+        segment = Segment(identity, data_path, self._files)
         self._segments[segment.name] = segment
         return segment
 

@@ -44,6 +44,7 @@ from connector.store.jetstream.messages import (
 )
 from connector.store.jetstream.naming import segment_number_of, segment_subject
 from connector.store.jetstream.segment import FetchPayloads, JetStreamSegment
+from connector.store.published import SegmentIdentity
 from connector.store.records import (
     StreamCreated,
     StreamScaled,
@@ -224,25 +225,10 @@ class StreamLog:
                 _log.error("%s: a record of a kind a stream does not hold: %r", self.name, record)
 
     def _new_segment(
-        self,
-        entry: StreamEntry[JetStreamSegment],
-        number: int,
-        low: float,
-        high: float,
-        creation_time: int,
-        predecessors: tuple[str, ...],
+        self, entry: StreamEntry[JetStreamSegment], identity: SegmentIdentity
     ) -> JetStreamSegment:
-        segment = JetStreamSegment(
-            name=entry.segment_name(number),
-            number=number,
-            key_low=low,
-            key_high=high,
-            epoch=entry.epoch,
-            creation_time=creation_time,
-            predecessors=predecessors,
-            subject=segment_subject(self.namespace, self.uid, number),
-            fetch=self._fetch,
-        )
+        subject = segment_subject(self.namespace, self.uid, identity.number)
+        segment = JetStreamSegment(identity, subject, self._fetch)
         self._by_name[segment.name] = segment
         return segment
 
