@@ -20,8 +20,12 @@ message it saw, deciding again when another server wrote first) and makes
 the result durable; a refusal the decision raises is the caller's error.
 
 Every segment an engine holds is a :class:`~connector.store.published.PublishedSegment`:
-each change reaches readers through it (its end, watermark index,
-event-time index and seal, and its tail waits), whatever the engine.
+each applied change (an append, an idle tick, an assertion's marks, a seal,
+a truncation) reaches readers through it (its end, watermark index,
+event-time index and seal, and its tail waits), whatever the engine. So
+what follows change is written once, above the engines: a wait on many
+segments subscribes where a segment publishes, and a stream's tail is
+described from the snapshots of the segments :meth:`Engine.stream` holds.
 """
 
 from __future__ import annotations
