@@ -77,14 +77,14 @@ bench: $(SPARK_STAMP) $(FLINK_STAMP)
 # Prints the nodes' client URLs, for `tidemark-server --storage jetstream --nats-url ...`.
 # The environment is built if missing, never rebuilt under a running cluster (order-only).
 cluster-up: | $(SPARK_STAMP)
-	$(SPARK_PY) -m connector.store.jetstream.local_cluster up --dir $(CLUSTER_DIR)
+	$(SPARK_PY) -m connector.devtools.local_cluster up --dir $(CLUSTER_DIR)
 
 cluster-status: | $(SPARK_STAMP)
-	$(SPARK_PY) -m connector.store.jetstream.local_cluster status --dir $(CLUSTER_DIR)
+	$(SPARK_PY) -m connector.devtools.local_cluster status --dir $(CLUSTER_DIR)
 
 # Stops the nodes and removes their data.
 cluster-down: | $(SPARK_STAMP)
-	$(SPARK_PY) -m connector.store.jetstream.local_cluster down --dir $(CLUSTER_DIR) --wipe
+	$(SPARK_PY) -m connector.devtools.local_cluster down --dir $(CLUSTER_DIR) --wipe
 
 proto: $(FLINK_STAMP)
 	$(FLINK_PY) proto/generate.py

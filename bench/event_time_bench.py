@@ -283,7 +283,7 @@ def _journal(args: argparse.Namespace) -> Journal:
                 )
             seconds = time.monotonic() - began
             final = store.journal_size()
-            segments = [store._catalog.segment_named(f"{SCOPE}/journal/{n}") for n in (0, 1)]  # noqa: SLF001
+            segments = [store.engine.segment(f"{SCOPE}/journal/{n}") for n in (0, 1)]
             index = max(len(segment.event_index_entries()[0]) for segment in segments)
     return Journal(seconds, assertions, appended, samples, final, index)
 

@@ -45,8 +45,8 @@ from bench._support import (
 )
 from bench.figures import Percentiles, Target
 from connector import BytesSerializer, EventWriter, StoreClient
+from connector.devtools.local_cluster import LocalCluster, find_nats_server
 from connector.framing import iter_frames
-from connector.store.jetstream.local_cluster import LocalCluster, find_nats_server
 
 __all__ = ["JetStreamFigures", "Phase", "Round", "measure", "options"]
 

@@ -59,7 +59,7 @@ from connector.errors import ResourceExhaustedError, TidemarkError
 from connector.framing import iter_frames
 from connector.reader.source import SegmentRange, read_range
 from connector.store import SegmentStore, StoreConfig
-from connector.store.journal import Journal
+from connector.store.file.journal import Journal
 from tests.faults.rpc_fuzz import fuzz_server
 
 _DAY_MS = 86_400_000
@@ -308,7 +308,7 @@ def boundary_check(work: pathlib.Path, batches: int = 4, repeats: int = 20) -> d
     boundary). Bytes are counted where the store reads its data files.
     """
     from connector.errors import InvalidArgumentError
-    from connector.store.segment import Segment
+    from connector.store.file.segment import Segment
 
     store = SegmentStore(StoreConfig(str(work / "boundary"), polling_period_ms=None))
     store.create_scope("b")

@@ -30,10 +30,11 @@ from connector._proto import store_pb2_grpc
 from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
+from connector.devtools.local_cluster import LocalCluster
 from connector.server import StoreServer
-from connector.store import SegmentStore, StorageConfig, StoreConfig
+from connector.store import StorageConfig, StoreConfig
+from connector.store.front import StoreFront
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from connector.store.published import PublishedSegment
 
 from .nats_namespaces import drop_namespace
@@ -98,9 +99,8 @@ def new_stream_in(client: StoreClient, segments: int = 1, scope: str | None = No
 def segment_inside(server: StoreServer, name: str) -> PublishedSegment:
     """The store's own object of segment ``name``, on either storage (tests that look inside)."""
     store = server.store
-    if isinstance(store, SegmentStore):
-        return store._catalog.segment_named(name)  # noqa: SLF001
-    return store._segment(name)[1]  # type: ignore[attr-defined]  # noqa: SLF001
+    assert isinstance(store, StoreFront), f"not a store's front: {store!r}"
+    return store.engine.segment(name)
 
 
 @pytest.fixture(name="wait_until")

@@ -8,8 +8,8 @@ data dir, :class:`StoreConfig`) by default, or the JetStream store
 """
 
 from connector.store.config import StorageConfig, StoreConfig, StoreObserver
+from connector.store.file.store import SegmentStore
 from connector.store.storage import Storage, open_storage
-from connector.store.store import SegmentStore
 
 __all__ = [
     "SegmentStore",

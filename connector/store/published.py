@@ -41,7 +41,7 @@ from connector.store.event_time import (
 from connector.store.event_time_index import EventTimeIndex
 from connector.store.watermark_index import WatermarkIndex
 
-__all__ = ["PublishedSegment", "SegmentSnapshot"]
+__all__ = ["PublishedSegment", "SegmentIdentity", "SegmentSnapshot"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +56,21 @@ class _TailWatch:
     offset: int
     known: int
     wake: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class SegmentIdentity:
+    """What a segment is from its creation on, whatever stores it."""
+
+    #: The segment's one spelling, ``scope/stream/number``.
+    name: str
+    number: int
+    key_low: float
+    key_high: float
+    #: The stream's epoch the segment was created in.
+    epoch: int
+    creation_time: int
+    predecessors: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -75,23 +90,14 @@ class PublishedSegment:
     Subclasses provide :meth:`read_bytes`.
     """
 
-    def __init__(
-        self,
-        name: str,
-        number: int,
-        key_low: float,
-        key_high: float,
-        epoch: int,
-        creation_time: int,
-        predecessors: tuple[str, ...],
-    ):
-        self.name = name
-        self.number = number
-        self.key_low = key_low
-        self.key_high = key_high
-        self.epoch = epoch
-        self.creation_time = creation_time
-        self.predecessors = predecessors
+    def __init__(self, identity: SegmentIdentity):
+        self.name = identity.name
+        self.number = identity.number
+        self.key_low = identity.key_low
+        self.key_high = identity.key_high
+        self.epoch = identity.epoch
+        self.creation_time = identity.creation_time
+        self.predecessors = identity.predecessors
         self.successors: tuple[str, ...] = ()
         self._changed = threading.Condition()
         # Reads waiting at the tail without a thread (see watch_tail); under `_changed`.
@@ -101,8 +107,8 @@ class PublishedSegment:
         self.committed_end = 0
         #: The first readable offset: data before it was truncated away.
         self.head = 0
-        self.last_write_time = creation_time
-        self._index = WatermarkIndex(creation_time)
+        self.last_write_time = self.creation_time
+        self._index = WatermarkIndex(self.creation_time)
         # The writers' marks (seed 002) and the event-time index they give, published.
         self._marks: dict[str, WriterMark] = {}
         self._event_index = EventTimeIndex()
@@ -112,7 +118,7 @@ class PublishedSegment:
         self._read_boundaries: collections.OrderedDict[int, None] = collections.OrderedDict()
         # Pending: the view of whoever prepares the next change.
         self.pending_end = 0
-        self.pending_time = creation_time
+        self.pending_time = self.creation_time
         self.pending_sealed = False
         self._writer_numbers: dict[str, int] = {}
         # The marks as the next change sees them: a storage that prepares several changes
@@ -433,6 +439,16 @@ class PublishedSegment:
         stop = scan_end(self.read_bytes, offset, limit)
         self.remember_boundary(stop)
         return stop
+
+    def check_within(self, offset: int, end: int) -> None:
+        """Refuses an offset outside ``[0, end]`` of the segment.
+
+        Raises:
+            InvalidArgumentError: naming the offset and the segment's range.
+        """
+        if offset < 0 or offset > end:
+            msg = f"offset {offset} is outside segment {self.name!r} (0 to {end})"
+            raise InvalidArgumentError(msg)
 
     def check_readable(self, offset: int) -> None:
         """Refuses an offset before the head (truncated data) or inside an event.

@@ -1,11 +1,11 @@
 """Reading a segment, the same for every storage: whole events, the watermark after them, waits.
 
 :class:`TailReaders` serves :meth:`Storage.read` and :meth:`Storage.watch_tail`
-from a :class:`~connector.store.published.PublishedSegment` (the storage
-found the segment and made sure its view reaches the offset asked for), and
-counts the reads waiting at tails; :func:`plan` serves
-:meth:`Storage.plan_read`. A storage's own part is where the bytes come from
-(:meth:`PublishedSegment.read_bytes`).
+from a :class:`~connector.store.published.PublishedSegment` (the front
+checked the request's arguments, and the engine found the segment and made
+sure its view reaches the offset asked for), and counts the reads waiting at
+tails; :func:`plan` serves :meth:`Storage.plan_read`. An engine's own part is
+where the bytes come from (:meth:`PublishedSegment.read_bytes`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from connector.model import PlannedRead, ReadResult
 from connector.store.published import PublishedSegment
 from connector.store.read_plan import plan_read
-from connector.store.requests import check_max_bytes, check_offset, check_plan_limits
 
 __all__ = ["TailReaders", "plan"]
 
@@ -51,9 +50,8 @@ class TailReaders:
         known_watermark: int | None,
     ) -> ReadResult:
         """Reads whole events of ``target`` from ``offset``; see :meth:`Storage.read`."""
-        check_max_bytes(max_bytes)
         snapshot = target.snapshot()
-        check_offset(target.name, offset, snapshot.committed_end)
+        target.check_within(offset, snapshot.committed_end)
         target.check_readable(offset)
         if offset == snapshot.committed_end and not snapshot.sealed and wait_ms > 0:
             self._add(1)
@@ -118,8 +116,7 @@ def plan(
     before_time: int | None = None,
 ) -> PlannedRead:
     """Where a read of ``target`` from ``offset`` under a budget would stop (see ``plan_read``)."""
-    check_plan_limits(max_events, max_bytes, before_time)
-    check_offset(target.name, offset, target.snapshot().committed_end)
+    target.check_within(offset, target.snapshot().committed_end)
     target.check_readable(offset)
     planned = plan_read(target, offset, max_events, max_bytes, before_time)
     target.remember_boundary(planned.next_offset)  # where the planner reads or plans next

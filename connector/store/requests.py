@@ -1,11 +1,12 @@
-"""Checks of a store request's arguments, the same for every storage.
+"""Checks of a store request's arguments, made once, by the store's front (:mod:`.front`).
 
 Each check raises the domain error a client gets (naming the bad value and
-the argument) before a storage does any work, so a malformed request is
+the argument) before an engine does any work, so a malformed request is
 refused with the same status and message whatever holds the data. Checks
-against the store's state (does the segment exist, is it sealed, does an
-event number leave a gap) belong to the storage; :func:`duplicates_in_batch`
-is the one rule of writer ids and event numbers both apply.
+against the store's state (is it sealed, does an event number leave a gap)
+are the front's decisions on the engine's pending state;
+:func:`duplicates_in_batch` is the one rule of writer ids and event numbers
+(an append's, and an assertion's fences).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
     "check_assertion",
     "check_cut",
     "check_max_bytes",
-    "check_offset",
     "check_plan_limits",
     "check_scope_empty",
     "check_segment_count",
@@ -203,13 +203,6 @@ def check_plan_limits(
             raise InvalidArgumentError(msg)
     if before_time is not None and before_time < 0:
         msg = f"before_time must be epoch milliseconds >= 0 or None, got {before_time!r}"
-        raise InvalidArgumentError(msg)
-
-
-def check_offset(segment: str, offset: int, end: int) -> None:
-    """Refuses an offset outside ``[0, end]`` of ``segment``."""
-    if offset < 0 or offset > end:
-        msg = f"offset {offset} is outside segment {segment!r} (0 to {end})"
         raise InvalidArgumentError(msg)
 
 

@@ -1,11 +1,13 @@
 """The storage seam: what the gRPC server needs of a store, and how one is opened.
 
 :class:`Storage` is the store's API as the server, its health service and
-its metrics use it. Two storages implement it: the file store
-(:class:`~connector.store.store.SegmentStore`, a data dir on one machine, the
-embedded default) and the JetStream store (``connector.store.jetstream``,
-streams on a replicated NATS JetStream cluster). Both keep the same
-promises, stated on each method here; what a storage adds (where its data
+its metrics use it, and the one place its promises are stated. It is
+implemented once, by the store's front (:class:`~connector.store.front.StoreFront`),
+over one of two engines (:mod:`connector.store.engine`): the file store
+(:class:`~connector.store.file.store.SegmentStore`, a data dir on one machine,
+the embedded default) and the JetStream store
+(:class:`~connector.store.jetstream.store.JetStreamStore`, streams on a
+replicated NATS JetStream cluster). What an engine adds (where its data
 lives, what an acknowledgement means there) is documented on it.
 :func:`open_storage` opens the one a configuration names.
 """
@@ -56,11 +58,24 @@ class Storage(Protocol):
     # --- metadata ---------------------------------------------------------------
 
     def create_scope(self, scope: str) -> None:
-        """Creates a scope; AlreadyExistsError when it exists."""
+        """Creates a scope.
+
+        Raises:
+            AlreadyExistsError: the scope exists.
+            InvalidArgumentError: ``scope`` is not a valid name.
+        """
         ...
 
     def create_stream(self, scope: str, stream: str, segment_count: int = 1) -> StreamDescription:
-        """Creates a stream whose ``segment_count`` segments split [0, 1) evenly."""
+        """Creates a stream whose ``segment_count`` segments split [0, 1) evenly.
+
+        Raises:
+            NotFoundError: the scope does not exist.
+            AlreadyExistsError: the stream exists.
+            InvalidArgumentError: a bad name, or ``segment_count`` not 1 to 64.
+            ResourceExhaustedError: the store would hold more than
+                ``max_segments`` segments (cause ``segment_limit``).
+        """
         ...
 
     def describe_stream(self, scope: str, stream: str) -> StreamDescription:
@@ -70,23 +85,67 @@ class Storage(Protocol):
     def scale_stream(
         self, scope: str, stream: str, sealed_segments: Sequence[int], split_count: int = 0
     ) -> StreamDescription:
-        """Splits one segment into ``split_count`` or merges adjacent ones (``split_count`` 0)."""
+        """Splits one segment into ``split_count`` or merges adjacent ones (``split_count`` 0).
+
+        The sealed segments' successors start with the watermark their
+        creation time gives, which is never below a predecessor's last one.
+
+        Raises:
+            NotFoundError: the stream or a segment does not exist.
+            SegmentSealedError: a segment is sealed already.
+            InvalidArgumentError: the split or merge is malformed.
+            ResourceExhaustedError: the successors do not fit ``max_segments``.
+        """
         ...
 
     def seal_stream(self, scope: str, stream: str) -> StreamDescription:
-        """Seals every open segment of the stream; readers see each one end."""
+        """Seals every open segment of the stream; readers see each one end.
+
+        Raises:
+            NotFoundError: the stream does not exist.
+            FailedPreconditionError: the stream is sealed already.
+        """
         ...
 
     def delete_stream(self, scope: str, stream: str) -> None:
-        """Deletes a sealed stream; then every call naming it fails with NOT_FOUND."""
+        """Deletes a sealed stream: its segments, their data and lineage.
+
+        Once this returns, every call naming the stream or one of its
+        segments fails with NOT_FOUND, and the name may be used for a new
+        stream.
+
+        Raises:
+            NotFoundError: the stream does not exist.
+            FailedPreconditionError: the stream is not sealed (seal it first).
+        """
         ...
 
     def delete_scope(self, scope: str) -> None:
-        """Deletes an empty scope; FailedPreconditionError naming its streams or state values."""
+        """Deletes an empty scope: no streams, sealed or not, and no state values (reader groups).
+
+        Raises:
+            NotFoundError: the scope does not exist.
+            FailedPreconditionError: the scope still has streams or state
+                values; the error names them.
+        """
         ...
 
     def truncate_stream(self, scope: str, stream: str, cut: Mapping[int, int]) -> TruncationResult:
-        """Truncates the stream at ``cut`` (segment number -> offset): data before it goes."""
+        """Truncates the stream at ``cut`` (segment number -> offset): data before it goes.
+
+        Each cut segment's data before its offset (an event boundary) becomes
+        unreadable; every sealed segment wholly before the cut (all of whose
+        successors are in the cut or wholly before it) loses all its data. A
+        read below a segment's first readable offset fails with
+        TruncatedError. Truncating at or before an earlier cut changes
+        nothing. Lineage stays: a reader at a removed segment's end still
+        finds its successors.
+
+        Raises:
+            NotFoundError: the stream or a cut segment does not exist.
+            InvalidArgumentError: the cut is empty, or an offset is past its
+                segment's end or not at an event boundary.
+        """
         ...
 
     # --- data -------------------------------------------------------------------
@@ -105,11 +164,29 @@ class Storage(Protocol):
 
         Events this writer already stored in this segment (numbers below the
         next expected one) are skipped and counted as duplicates, so a retried
-        batch is never stored twice. ``discarded_from`` announces a gap of
-        discarded numbers; ``assertion`` rides on the append (applied after its
-        events, as :meth:`assert_watermark`; decided before anything is stored,
-        so a refused one refuses the append whole; durable with the events when
-        the call returns).
+        batch is never stored twice; a retry of a batch stored before the
+        segment was sealed is answered as stored.
+
+        ``discarded_from`` announces that the writer discarded the numbers from
+        there up to ``first_event_number`` without learning whether they were
+        stored: the gap is accepted when every number below ``discarded_from``
+        is stored, and once this append is, a late copy of a discarded batch is
+        a duplicate and is never stored.
+
+        ``assertion`` rides on the append: decided before anything is stored
+        (refused, nothing of the call is stored), applied after its events, as
+        :meth:`assert_watermark` applies one, and durable with them when the
+        call returns.
+
+        Raises:
+            NotFoundError: there is no such segment.
+            SegmentSealedError: the segment is sealed (its successors are named).
+            FailedPreconditionError: ``first_event_number`` leaves a gap not
+                announced by ``discarded_from``; the riding assertion's stream
+                is sealed.
+            InvalidArgumentError: a malformed argument; the riding assertion is
+                below the writer's previous one (both named).
+            ResourceExhaustedError: too many events, or one over ``max_event_size``.
         """
         ...
 
@@ -122,11 +199,24 @@ class Storage(Protocol):
         event_time: int | None,
         fences: Mapping[str, Fence] | None = None,
     ) -> AssertionResult:
-        """Records a writer's assertion (``event_time``; None: idle) on every open segment.
+        """Records ``writer_id``'s assertion ``number`` on every open segment; returns once durable.
 
-        Returns once durable. Decided and applied by the rules of
-        :mod:`connector.store.assertions` (a duplicate number changes
-        nothing; an event time below the writer's previous one is refused).
+        ``event_time``: every later event of the writer has an event time
+        above it (seed 002's W_SET; the writer joins the set if it was not
+        in it). None marks the writer idle (W_IDLE): it stops holding the
+        event-time watermark back until its next assertion. It applies from
+        each open segment's end, after every event of the writer stored so
+        far, and is a temporal operation there (like an idle tick). A number
+        at or below the writer's latest is a duplicate: nothing changes, and
+        the result says ``stored=False``. ``fences`` close the gaps of event
+        numbers the writer discarded (see :class:`~connector.model.Fence`).
+        Decided by the rules of :mod:`connector.store.assertions`.
+
+        Raises:
+            NotFoundError: no such stream, or a fence's segment.
+            FailedPreconditionError: the stream is sealed; a fence leaves a gap.
+            InvalidArgumentError: ``event_time`` is below the writer's previous
+                assertion (both named), or a malformed argument.
         """
         ...
 
@@ -138,7 +228,24 @@ class Storage(Protocol):
         wait_ms: int = 0,
         known_watermark: int | None = None,
     ) -> ReadResult:
-        """Reads whole events from ``offset``, at least one if any is there."""
+        """Reads whole events from ``offset``, at least one if any is there.
+
+        At the tail of an open segment, waits up to ``wait_ms`` and returns
+        early when data arrives, the segment is sealed or the watermark rises
+        above ``known_watermark`` (by default the one at ``offset``). An empty
+        answer still carries the watermark. A reader that saw ``offset`` (or
+        ``known_watermark``) through another server of the same store never
+        finds the segment behind it.
+
+        Raises:
+            NotFoundError: there is no such segment.
+            TruncatedError: the stream was truncated past ``offset`` (the
+                error names the first readable offset).
+            InvalidArgumentError: ``offset`` is negative, past the end or not
+                at an event boundary; ``max_bytes`` is not positive.
+            ResourceExhaustedError: no file descriptor was left to read with.
+            StoreUnavailableError: the data could not be read.
+        """
         ...
 
     def watch_tail(
@@ -150,8 +257,17 @@ class Storage(Protocol):
     ) -> Callable[[], None] | None:
         """Arranges for ``wake()`` once a read waiting at ``offset`` would return; holds no thread.
 
-        Returns the function that withdraws the watch, or None when there is
+        The thread-free twin of :meth:`read`'s wait, for servers that wait on
+        an event loop: ``wake`` is called once, from the thread that publishes
+        data past ``offset``, a seal or a watermark above ``known_watermark``
+        (by default the one at ``offset``), a truncation, or the store's
+        closing. It must be quick and must not call the store (scheduling a
+        callback on an event loop is). Returns the function that withdraws
+        the watch, to call whether or not it fired; None when there is
         nothing to wait for (read again at once).
+
+        Raises:
+            NotFoundError: there is no such segment.
         """
         ...
 
@@ -165,14 +281,27 @@ class Storage(Protocol):
     ) -> PlannedRead:
         """Where a read from ``offset`` under a budget would stop, without the data.
 
-        With ``before_time``, it stops before the first event ingested at or
-        after that time (epoch ms): from a segment's first readable offset,
-        where a read by time starts (see :mod:`connector.store.read_plan`).
+        At most ``max_events`` events in ``max_bytes`` bytes (None: no
+        limit). With ``before_time``, it stops before the first event
+        ingested at or after that time (epoch ms): from a segment's first
+        readable offset, where a read by time starts (see
+        :mod:`connector.store.read_plan`).
+
+        Raises:
+            TruncatedError: the stream was truncated past ``offset`` (the
+                error names the first readable offset).
+            InvalidArgumentError: ``offset`` is negative, past the end or not
+                at an event boundary; a limit is given and not > 0.
+            StoreUnavailableError: the data could not be read.
         """
         ...
 
     def segment_info(self, segment: str) -> SegmentInfo:
-        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermark."""
+        """The segment's creation time, write offset, LAST_WRITE_TIME, seal and watermarks.
+
+        Everything written before this call, through any server of the
+        store, is counted.
+        """
         ...
 
     def stream_ids(self) -> list[tuple[str, str]]:
@@ -184,13 +313,22 @@ class Storage(Protocol):
         ...
 
     def list_streams(self, scope: str) -> list[str]:
-        """The streams of ``scope``, sorted, sealed ones too."""
+        """The streams of ``scope``, sorted, sealed ones too.
+
+        Raises:
+            NotFoundError: there is no such scope.
+            InvalidArgumentError: ``scope`` is not a valid name.
+        """
         ...
 
     # --- small durable values (reader group state) --------------------------------
 
     def state_keys(self, prefix: str) -> list[str]:
-        """The state keys starting with ``prefix``, sorted."""
+        """The state keys starting with ``prefix``, sorted.
+
+        Raises:
+            InvalidArgumentError: ``prefix`` is longer than a key may be.
+        """
         ...
 
     def get_state(self, key: str) -> StateValue:
@@ -200,25 +338,45 @@ class Storage(Protocol):
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, StateValue]:
-        """Stores ``value`` if the revision is still ``expected_revision``; durable on return."""
+        """Stores ``value`` if the revision is still ``expected_revision``; durable on return.
+
+        Returns whether it was written and the value now stored.
+        """
         ...
 
     def delete_state(self, key: str, expected_revision: int) -> tuple[bool, StateValue]:
         """Deletes the value if its revision is still ``expected_revision``; durable on return.
 
-        A value stored again under ``key`` takes a revision above every one
-        the deleted value had.
+        Returns whether it was deleted and the value now stored (revision 0:
+        none). A value stored under ``key`` afterwards (compare-and-set from
+        revision 0) takes a revision above every one the deleted value had.
         """
         ...
 
     # --- idle segments and operations ---------------------------------------------
 
     def advance_idle_segments(self) -> int:
-        """Gives every open segment idle past ``max_watermark_lag_ms`` an idle tick."""
+        """Gives every open segment idle past ``max_watermark_lag_ms`` an idle tick.
+
+        The tick is a persisted temporal operation: it moves LAST_WRITE_TIME
+        and the watermark at the segment's tail. Returns how many were ticked.
+
+        Raises:
+            ResourceExhaustedError: the ticks could not be stored (a full
+                disk); none of them was, and the same segments are due again.
+            StoreUnavailableError: the store is closed or failed.
+        """
         ...
 
     def mark_silent_writers_idle(self) -> int:
-        """Marks idle every writer silent for over ``writer_idle_timeout_ms``; returns how many."""
+        """Marks idle every writer silent for over ``writer_idle_timeout_ms``; returns how many.
+
+        A writer that asserted event time and since neither appended to nor
+        asserted on any open segment of the stream for that long (by the
+        store's clock) no longer holds the event-time watermark back: a
+        crashed writer holds it back for a bounded time, not forever. It
+        joins again with its next assertion.
+        """
         ...
 
     @property
@@ -228,11 +386,19 @@ class Storage(Protocol):
 
     @property
     def accepting_writes(self) -> bool:
-        """Whether the store takes changes now (health: SERVING or NOT_SERVING)."""
+        """Whether the store takes changes now (health: SERVING or NOT_SERVING).
+
+        False once closed or failed, and while its engine cannot store (a
+        full disk, a cluster without quorum).
+        """
         ...
 
     def background_status(self) -> list[TaskStatus]:
-        """How the store's background tasks are doing (see :mod:`connector.background`)."""
+        """How the store's background tasks are doing (see :mod:`connector.background`).
+
+        A task whose rounds fail goes on trying every period; its status says
+        how many failed, when one last succeeded and whether it is stalled.
+        """
         ...
 
     def journal_size(self) -> int | None:
@@ -267,7 +433,7 @@ def open_storage(config: StorageConfig) -> Storage:
             or the storage cannot be opened with it.
     """
     if isinstance(config, StoreConfig):
-        from connector.store.store import SegmentStore
+        from connector.store.file.store import SegmentStore
 
         return SegmentStore(config)
     from connector.store.jetstream.config import JetStreamConfig

@@ -17,7 +17,6 @@ from typing import Generic, TypeVar
 
 from connector.errors import (
     FailedPreconditionError,
-    InvalidArgumentError,
     NotFoundError,
     SegmentSealedError,
 )
@@ -25,7 +24,7 @@ from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId
 from connector.store.key_ranges import even_ranges, scale_ranges
 from connector.store.lineage import wholly_before
-from connector.store.published import PublishedSegment
+from connector.store.published import PublishedSegment, SegmentIdentity
 from connector.store.records import (
     KeyRange,
     SegmentSealing,
@@ -50,8 +49,8 @@ __all__ = [
 
 S = TypeVar("S", bound=PublishedSegment)
 
-#: Makes a segment of a stream: ``(entry, number, low, high, creation_time, predecessors)``.
-MakeSegment = Callable[["StreamEntry[S]", int, float, float, int, tuple[str, ...]], S]
+#: Makes the segment of a stream that ``identity`` describes (its storage's kind of segment).
+MakeSegment = Callable[["StreamEntry[S]", SegmentIdentity], S]
 
 
 @dataclass
@@ -160,10 +159,7 @@ def truncation_record(entry: StreamEntry[S], cut: Mapping[int, int]) -> StreamTr
     """
     for number, offset in sorted(cut.items()):
         segment = entry.segment(number)
-        if not 0 <= offset <= segment.pending_end:
-            end = segment.pending_end
-            msg = f"offset {offset} is outside segment {segment.name!r} (0 to {end})"
-            raise InvalidArgumentError(msg)
+        segment.check_within(offset, segment.pending_end)
         if offset > segment.head:
             segment.check_boundary(offset)
     removed = tuple(
@@ -179,7 +175,7 @@ def truncation_record(entry: StreamEntry[S], cut: Mapping[int, int]) -> StreamTr
 def apply_created(entry: StreamEntry[S], record: StreamCreated, make: MakeSegment[S]) -> None:
     """Adds the segments a stream was created with."""
     for r in record.segments:
-        _place(entry, make(entry, r.number, r.low, r.high, record.time_ms, ()))
+        _place(entry, make(entry, _identity(entry, r, record.time_ms, ())))
 
 
 def apply_scaled(entry: StreamEntry[S], record: StreamScaled, make: MakeSegment[S]) -> list[S]:
@@ -192,7 +188,7 @@ def apply_scaled(entry: StreamEntry[S], record: StreamScaled, make: MakeSegment[
     predecessors = tuple(entry.segments[s.number].name for s in record.sealed)
     marks = [entry.segments[s.number].marks() for s in record.sealed]
     created = [
-        make(entry, r.number, r.low, r.high, record.time_ms, predecessors) for r in record.created
+        make(entry, _identity(entry, r, record.time_ms, predecessors)) for r in record.created
     ]
     for segment in created:
         segment.inherit_marks(marks)
@@ -214,6 +210,21 @@ def apply_truncated_heads(entry: StreamEntry[S], record: StreamTruncated) -> Non
     """Moves each cut segment's first readable offset (removing data is the storage's part)."""
     for number, head in record.heads:
         entry.segments[number].truncate(head)
+
+
+def _identity(
+    entry: StreamEntry[S], key_range: KeyRange, time_ms: int, predecessors: tuple[str, ...]
+) -> SegmentIdentity:
+    """A new segment of ``entry``'s current epoch, created at ``time_ms``."""
+    return SegmentIdentity(
+        name=entry.segment_name(key_range.number),
+        number=key_range.number,
+        key_low=key_range.low,
+        key_high=key_range.high,
+        epoch=entry.epoch,
+        creation_time=time_ms,
+        predecessors=predecessors,
+    )
 
 
 def _place(entry: StreamEntry[S], segment: S) -> None:

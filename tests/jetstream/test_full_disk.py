@@ -30,11 +30,11 @@ import pytest
 
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
+from connector.devtools.local_cluster import LocalCluster
 from connector.errors import StoreUnavailableError
 from connector.framing import iter_frames
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import wait_until
 from tests.probes import NOT_SERVING, SERVING, health_of
 

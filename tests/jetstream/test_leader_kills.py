@@ -30,9 +30,9 @@ import pytest
 
 from connector import EventWriter, StoreClient, StreamManager
 from connector.client import StringSerializer, WriterConfig
+from connector.devtools.local_cluster import LocalCluster
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.reader.group import ReaderGroup
-from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import ServerProcess, wait_until
 from tests.jetstream.failover_proxy import FailoverProxy
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import pytest
 
-from connector.store.jetstream.local_cluster import LocalCluster
+from connector.devtools.local_cluster import LocalCluster
 from tests.conftest import wait_until
 
-_COMMAND = [sys.executable, "-m", "connector.store.jetstream.local_cluster"]
+_COMMAND = [sys.executable, "-m", "connector.devtools.local_cluster"]
 
 
 def test_the_command_line_starts_reports_and_stops_a_cluster(tmp_path: pathlib.Path) -> None:
@@ -96,7 +96,7 @@ def test_the_nodes_die_with_the_process_that_started_them_even_by_kill_9(
     folder = tmp_path / "cluster"
     starter = (
         "import sys\n"
-        "from connector.store.jetstream.local_cluster import LocalCluster\n"
+        "from connector.devtools.local_cluster import LocalCluster\n"
         "LocalCluster(sys.argv[1]).start()\n"
         "print('up', flush=True)\n"
         "sys.stdin.read()\n"

@@ -16,9 +16,9 @@ import pytest
 
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
+from connector.devtools.local_cluster import LocalCluster
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import _read_listening_line, wait_until
 from tests.ops.metric_rules import naming_violations
 from tests.probes import scrape

@@ -19,11 +19,11 @@ from grpc_health.v1 import health_pb2
 
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
+from connector.devtools.local_cluster import LocalCluster
 from connector.errors import NotFoundError, StoreUnavailableError
 from connector.framing import iter_frames
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import wait_until
 from tests.probes import health_of
 

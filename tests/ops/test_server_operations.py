@@ -186,14 +186,14 @@ def test_health_is_not_serving_while_a_background_task_is_stalled(
         (status,) = [s for s in server.background_status() if s.name == "idle_ticks"]
         return status
 
-    real_sync = store._journal.sync
+    real_sync = store.engine._journal.sync
 
     def failing_sync() -> None:  # the disk fails its writes, for a reason other than space
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     with grpc.insecure_channel(server.address) as channel:
         assert health_of(channel) == SERVING
-        monkeypatch.setattr(store._journal, "sync", failing_sync)
+        monkeypatch.setattr(store.engine._journal, "sync", failing_sync)
         clock.advance(1)  # ticks are due: every round fails
         wait_until(lambda: idle_ticks().failed_rounds >= 3, what="failing idle rounds")
         assert health_of(channel) == SERVING, "failing, but not yet for longer than its bound"
@@ -203,6 +203,6 @@ def test_health_is_not_serving_while_a_background_task_is_stalled(
         assert store.accepting_writes, "the store does not refuse writes for want of space"
         assert "Input/output error" in (idle_ticks().last_error or "")
 
-        monkeypatch.setattr(store._journal, "sync", real_sync)
+        monkeypatch.setattr(store.engine._journal, "sync", real_sync)
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once a round succeeds")
         assert idle_ticks().failing_since_ms is None

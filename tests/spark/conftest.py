@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, embedded_store
+from connector.devtools.local_cluster import LocalCluster
 from connector.framing import iter_frames
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
-from connector.store.jetstream.local_cluster import LocalCluster
 from tests.conftest import new_stream_in
 
 from . import flaky_sink, scripted_source

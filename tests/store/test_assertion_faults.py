@@ -26,7 +26,7 @@ from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient
 from connector.model import Assertion
 from connector.security import ClientCredentials, token_entry
-from connector.store.journal import Journal
+from connector.store.file.journal import Journal
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
 from tests.store.test_event_time_store import event_times
 

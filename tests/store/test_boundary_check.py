@@ -12,7 +12,7 @@ from connector.errors import InvalidArgumentError
 from connector.framing import HEADER, encode_frames, iter_frames, lands_on_boundary
 from connector.store import SegmentStore, StoreConfig
 from connector.store.boundaries import STRIDE, checkpoints
-from connector.store.segment import Segment
+from connector.store.file.segment import Segment
 
 EVENT = 200
 FRAME = HEADER.size + 2 + EVENT

@@ -9,8 +9,8 @@ import pytest
 
 from connector import StoreClient
 from connector.errors import FailedPreconditionError, NotFoundError
-from connector.store.catalog import Catalog
-from connector.store.open_files import OpenFiles
+from connector.store.file.catalog import Catalog
+from connector.store.file.open_files import OpenFiles
 from connector.store.records import StateDeleted, StateSet
 
 
@@ -81,7 +81,7 @@ def test_a_deleted_value_is_gone_and_a_new_one_never_takes_its_revisions(
 def test_a_compacted_journal_keeps_the_last_revision_of_a_deleted_value(
     tmp_path: pathlib.Path,
 ) -> None:
-    catalog = Catalog(str(tmp_path), OpenFiles(4), max_segments=10)
+    catalog = Catalog(str(tmp_path), OpenFiles(4))
     for record in (
         StateSet("k/s/a", b"1", 1),
         StateSet("k/s/a", b"2", 2),
@@ -90,7 +90,7 @@ def test_a_compacted_journal_keeps_the_last_revision_of_a_deleted_value(
         catalog.apply(record)
     snapshot = catalog.snapshot()
     assert snapshot == [StateDeleted("k/s/a", 2)]
-    restored = Catalog(str(tmp_path), OpenFiles(4), max_segments=10)
+    restored = Catalog(str(tmp_path), OpenFiles(4))
     for record in snapshot:
         restored.apply(record)
     assert restored.state("k/s/a") == (b"", 0)

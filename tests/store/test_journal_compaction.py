@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 
 from connector.store import SegmentStore, StoreConfig
-from connector.store.journal import Journal
+from connector.store.file.journal import Journal
 
 STREAMS = 50
 

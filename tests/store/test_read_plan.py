@@ -11,7 +11,7 @@ from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
-from connector.store.segment import Segment
+from connector.store.file.segment import Segment
 
 SEGMENT = "p/s/0"
 
@@ -123,7 +123,7 @@ def test_counts_survive_a_restart_and_a_compaction(tmp_path, clock):
     store.close()
     with SegmentStore(StoreConfig(data_dir=str(tmp_path / "data"), clock=clock)) as again:
         assert again.plan_read(SEGMENT, 0, max_events=95) == first
-        seg = again._catalog.segment_named(SEGMENT)  # noqa: SLF001
+        seg = again.engine.segment(SEGMENT)
         assert seg.counted_boundary_at_or_after(0) is not None  # the counts are known
 
 

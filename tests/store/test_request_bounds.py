@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from connector import StreamManager
+from connector import StoreClient, StreamManager
 from connector._proto import store_pb2 as pb
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import InvalidArgumentError, ResourceExhaustedError
@@ -47,3 +47,21 @@ def test_an_append_over_the_event_count_limit_is_refused_before_it_costs(store_c
     with pytest.raises(ResourceExhaustedError, match=f"over the limit of {MAX_EVENTS_PER_APPEND}"):
         store_client.append("r/s/0", "w", 0, [b"x"] * (MAX_EVENTS_PER_APPEND + 1))
     assert store_client.segment_info("r/s/0").write_offset == 0
+
+
+def test_streams_past_the_segment_limit_are_refused_with_the_limit_as_cause(start_store):
+    server = start_store(max_segments=3)
+    with StoreClient(server.uri, retry_timeout_s=2.0) as client:
+        manager = StreamManager(client)
+        manager.create_scope("lim")
+        manager.create_stream("lim", "a", segment_count=2)
+        with pytest.raises(ResourceExhaustedError, match="limit is 3") as refused:
+            manager.create_stream("lim", "b", segment_count=2)
+        assert refused.value.cause == "segment_limit"
+        with pytest.raises(ResourceExhaustedError, match="limit is 3") as refused:
+            client.scale_stream("lim", "a", [0], split_count=2)
+        assert refused.value.cause == "segment_limit"
+        assert [s.segment for s in client.describe_stream("lim", "a").segments] == [
+            "lim/a/0",
+            "lim/a/1",
+        ]

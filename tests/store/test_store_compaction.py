@@ -12,7 +12,7 @@ from connector.background import TaskStatus
 from connector.clock import ManualClock
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
-from connector.store.store import COMPACTION_RETRY_MS
+from connector.store.file.store import COMPACTION_RETRY_MS
 
 LAG = 100
 
@@ -123,8 +123,8 @@ def test_a_failed_compaction_is_reported_and_retried_a_period_later(
     def no_space(records: object) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    real_rewrite = store._journal.rewrite
-    monkeypatch.setattr(store._journal, "rewrite", no_space)
+    real_rewrite = store.engine._journal.rewrite
+    monkeypatch.setattr(store.engine._journal, "rewrite", no_space)
     for number in range(30):  # due after 20 records: the first try fails, the store goes on
         store.append("c/s/0", "w", number, [b"e"])
     assert compaction().failed_rounds == 1, "retried no sooner than a period later"
@@ -133,11 +133,11 @@ def test_a_failed_compaction_is_reported_and_retried_a_period_later(
     store.append("c/s/0", "w", 30, [b"e"])
     assert compaction().failed_rounds == 2
 
-    monkeypatch.setattr(store._journal, "rewrite", real_rewrite)  # space is back
+    monkeypatch.setattr(store.engine._journal, "rewrite", real_rewrite)  # space is back
     clock.advance(COMPACTION_RETRY_MS)
     store.append("c/s/0", "w", 31, [b"e"])
     assert compaction().failing_since_ms is None
-    assert store._journal.records < 10, "compacted as soon as it was retried"
+    assert store.engine._journal.records < 10, "compacted as soon as it was retried"
     store.close()
     with SegmentStore(_config(tmp_path / "data", clock, compact_after=20)) as reopened:
         assert reopened.append("c/s/0", "w", 31, [b"e"]).duplicates == 1

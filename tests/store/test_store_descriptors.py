@@ -16,7 +16,7 @@ from connector import StoreClient
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
 from connector.store import SegmentStore, StoreConfig
-from connector.store.open_files import OpenFiles
+from connector.store.file.open_files import OpenFiles
 
 pytestmark = pytest.mark.slow
 

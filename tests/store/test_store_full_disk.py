@@ -20,7 +20,7 @@ from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
 from connector.ops.health import STORE_SERVICE
 from connector.store import SegmentStore, StoreConfig
-from connector.store import disk as disk_module
+from connector.store.file import disk as disk_module
 from tests.conftest import wait_until
 from tests.probes import (
     NOT_SERVING,
@@ -118,7 +118,7 @@ def test_a_failed_journal_write_is_cut_back_and_later_changes_survive_a_restart(
     failing = _FailingWrites(partial)
     monkeypatch.setattr(disk_module.os, "write", failing)
     # The data file's write goes through first; the journal's then fails part-way.
-    real_sync = store._journal.sync
+    real_sync = store.engine._journal.sync
 
     def failing_journal_sync() -> None:
         failing.armed = True
@@ -127,7 +127,7 @@ def test_a_failed_journal_write_is_cut_back_and_later_changes_survive_a_restart(
         finally:
             failing.armed = False
 
-    monkeypatch.setattr(store._journal, "sync", failing_journal_sync)
+    monkeypatch.setattr(store.engine._journal, "sync", failing_journal_sync)
     with pytest.raises(ResourceExhaustedError, match="out of disk space"):
         store.append(SEGMENT, "w", 1, [b"one"])
     assert journal.stat().st_size == size, "no torn record stays in the journal"

@@ -44,6 +44,7 @@ from connector.store.jetstream.messages import (
 )
 from connector.store.jetstream.naming import segment_number_of, segment_subject
 from connector.store.jetstream.segment import FetchPayloads, JetStreamSegment
+from connector.store.published import SegmentIdentity
 from connector.store.records import (
     StreamCreated,
     StreamScaled,
@@ -87,7 +88,6 @@ class StreamLog:
         self.meta_seq = 0
         #: Set once the creation record is applied.
         self.created = threading.Event()
-        self._applied_changed = threading.Condition(self._lock)
 
     # --- lookups (any thread) ---------------------------------------------------------
 
@@ -138,11 +138,6 @@ class StreamLog:
     def __iter__(self) -> Iterator[JetStreamSegment]:
         return iter(self.segments())
 
-    def wait_applied(self, seq: int, timeout_s: float) -> bool:
-        """Waits until the messages up to ``seq`` are applied in order; returns whether they are."""
-        with self._applied_changed:
-            return self._applied_changed.wait_for(lambda: self.applied >= seq, timeout_s)
-
     # --- applying messages (the store's event loop) -------------------------------------
 
     def apply_in_order(self, seq: int, subject: str, entry: Entry) -> None:
@@ -150,15 +145,13 @@ class StreamLog:
         if seq <= self.applied:
             return
         self._apply(seq, subject, entry)
-        with self._applied_changed:
+        with self._lock:
             self.applied = seq
-            self._applied_changed.notify_all()
 
     def skip(self, seq: int) -> None:
         """Counts the message at ``seq`` as applied without applying it (it is not Tidemark's)."""
-        with self._applied_changed:
+        with self._lock:
             self.applied = max(self.applied, seq)
-            self._applied_changed.notify_all()
 
     def apply_published(self, seq: int, subject: str, entry: Entry) -> None:
         """Applies this server's own message as soon as JetStream acknowledged it.
@@ -232,25 +225,10 @@ class StreamLog:
                 _log.error("%s: a record of a kind a stream does not hold: %r", self.name, record)
 
     def _new_segment(
-        self,
-        entry: StreamEntry[JetStreamSegment],
-        number: int,
-        low: float,
-        high: float,
-        creation_time: int,
-        predecessors: tuple[str, ...],
+        self, entry: StreamEntry[JetStreamSegment], identity: SegmentIdentity
     ) -> JetStreamSegment:
-        segment = JetStreamSegment(
-            name=entry.segment_name(number),
-            number=number,
-            key_low=low,
-            key_high=high,
-            epoch=entry.epoch,
-            creation_time=creation_time,
-            predecessors=predecessors,
-            subject=segment_subject(self.namespace, self.uid, number),
-            fetch=self._fetch,
-        )
+        subject = segment_subject(self.namespace, self.uid, identity.number)
+        segment = JetStreamSegment(identity, subject, self._fetch)
         self._by_name[segment.name] = segment
         return segment
 

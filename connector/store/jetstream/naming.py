@@ -20,6 +20,7 @@ Scope, stream and state names may hold characters JetStream keys do not
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from connector.errors import InvalidArgumentError
 
@@ -36,6 +37,7 @@ __all__ = [
     "state_key",
     "stream_key",
     "stream_key_prefix",
+    "stream_config",
     "stream_name",
     "stream_subjects",
 ]
@@ -72,6 +74,32 @@ def stream_name(namespace: str, uid: str) -> str:
 def stream_subjects(namespace: str, uid: str) -> str:
     """The subjects of that JetStream stream (a wildcard)."""
     return f"{namespace}.{uid}.>"
+
+
+def stream_config(namespace: str, uid: str, replicas: int) -> dict[str, Any]:
+    """The JetStream stream of Tidemark stream ``uid``: its subjects, replicas and limits.
+
+    File storage, no limits (a truncation purges), atomic batches allowed,
+    deletes of single messages denied, direct gets from any replica.
+    """
+    return {
+        "name": stream_name(namespace, uid),
+        "subjects": [stream_subjects(namespace, uid)],
+        "num_replicas": replicas,
+        "storage": "file",
+        "retention": "limits",
+        "discard": "old",
+        "max_msgs": -1,
+        "max_bytes": -1,
+        "max_age": 0,
+        "max_msgs_per_subject": -1,
+        "max_msg_size": -1,
+        "allow_direct": True,
+        "allow_atomic": True,
+        "deny_delete": True,
+        "deny_purge": False,
+        "description": "a Tidemark stream",
+    }
 
 
 def meta_subject(namespace: str, uid: str) -> str:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from connector.model import initial_watermark
 from connector.store.event_time_index import EventTimeIndex
 from connector.store.jetstream.messages import Appended, SealMarker, seal_headers
-from connector.store.published import PublishedSegment
+from connector.store.published import PublishedSegment, SegmentIdentity
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["FetchPayloads", "JetStreamSegment", "LastAppend"]
@@ -40,19 +40,8 @@ class LastAppend(NamedTuple):
 class JetStreamSegment(PublishedSegment):
     """A segment rebuilt from its subject; see the module docstring."""
 
-    def __init__(
-        self,
-        name: str,
-        number: int,
-        key_low: float,
-        key_high: float,
-        epoch: int,
-        creation_time: int,
-        predecessors: tuple[str, ...],
-        subject: str,
-        fetch: FetchPayloads,
-    ):
-        super().__init__(name, number, key_low, key_high, epoch, creation_time, predecessors)
+    def __init__(self, identity: SegmentIdentity, subject: str, fetch: FetchPayloads):
+        super().__init__(identity)
         self.subject = subject
         self._fetch = fetch
         #: The JetStream sequence of the subject's last message applied (0: none yet).

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from connector.store.catalog import Catalog
-from connector.store.journal import Journal
+from connector.store.file.catalog import Catalog
+from connector.store.file.journal import Journal
 from connector.store.records import encode
 
 __all__ = ["Compaction"]

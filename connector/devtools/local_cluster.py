@@ -1,8 +1,8 @@
 """A local NATS JetStream cluster of 3 nodes on loopback, for development and tests.
 
-    python -m connector.store.jetstream.local_cluster up --dir .nats-cluster
-    python -m connector.store.jetstream.local_cluster status --dir .nats-cluster
-    python -m connector.store.jetstream.local_cluster down --dir .nats-cluster
+    python -m connector.devtools.local_cluster up --dir .nats-cluster
+    python -m connector.devtools.local_cluster status --dir .nats-cluster
+    python -m connector.devtools.local_cluster down --dir .nats-cluster
 
 (or ``make cluster-up``, ``make cluster-status``, ``make cluster-down``).
 ``up`` prints the client URLs to give ``tidemark-server --storage jetstream
@@ -471,7 +471,7 @@ def _alive(pid: int) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """``up``, ``status`` or ``down`` a local cluster in ``--dir``."""
     parser = argparse.ArgumentParser(
-        prog="python -m connector.store.jetstream.local_cluster",
+        prog="python -m connector.devtools.local_cluster",
         description="A local 3-node NATS JetStream cluster on loopback, for development.",
     )
     parser.add_argument("command", choices=["up", "status", "down"])

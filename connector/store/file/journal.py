@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from connector.store.disk import write_all
+from connector.store.file.disk import write_all
 
 __all__ = ["Journal"]
 

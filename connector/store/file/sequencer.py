@@ -27,10 +27,10 @@ from typing import Any
 
 from connector.background import FailureLog
 from connector.errors import ResourceExhaustedError, StoreUnavailableError, TidemarkError
-from connector.store.disk import domain_error
-from connector.store.journal import Journal
+from connector.store.file.disk import domain_error
+from connector.store.file.journal import Journal
+from connector.store.file.segment import Segment
 from connector.store.records import Record, encode
-from connector.store.segment import Segment
 
 __all__ = ["Publish", "Sequencer"]
 

@@ -16,10 +16,12 @@ import shutil
 import threading
 from collections.abc import Iterator
 
-from connector.errors import NotFoundError, ResourceExhaustedError
-from connector.names import SegmentId, validate_name
+from connector.errors import NotFoundError
+from connector.names import SegmentId
 from connector.store.assertions import apply_asserted, apply_timed_out
-from connector.store.open_files import OpenFiles
+from connector.store.file.open_files import OpenFiles
+from connector.store.file.segment import Segment
+from connector.store.published import SegmentIdentity
 from connector.store.records import (
     Committed,
     Record,
@@ -37,7 +39,6 @@ from connector.store.records import (
     WatermarkAsserted,
     WritersTimedOut,
 )
-from connector.store.segment import Segment
 from connector.store.streams import (
     StreamEntry,
     apply_created,
@@ -57,13 +58,11 @@ class Catalog:
     Args:
         data_dir: where the segments' data files live (``segments/SCOPE/STREAM/N.events``).
         files: the store's cache of open data-file descriptors.
-        max_segments: how many segments :meth:`check_room` lets the store hold.
     """
 
-    def __init__(self, data_dir: str, files: OpenFiles, max_segments: int):
+    def __init__(self, data_dir: str, files: OpenFiles):
         self._data_dir = data_dir
         self._files = files
-        self._max_segments = max_segments
         self._lock = threading.RLock()
         self._scopes: set[str] = set()
         self._streams: dict[tuple[str, str], StreamEntry[Segment]] = {}
@@ -92,13 +91,11 @@ class Catalog:
         with self._lock:
             return sorted(self._scopes)
 
-    def stream_names(self, scope: str) -> list[str]:
-        """The streams of ``scope``, sorted; NotFoundError when there is no such scope."""
-        validate_name("scope", scope)
+    def stream_names(self, scope: str) -> list[str] | None:
+        """The streams of ``scope``, sorted; None when there is no such scope."""
         with self._lock:
             if scope not in self._scopes:
-                msg = f"scope {scope!r} does not exist"
-                raise NotFoundError(msg)
+                return None
             return sorted(name for owner, name in self._streams if owner == scope)
 
     def state_keys(self, prefix: str) -> list[str]:
@@ -112,9 +109,7 @@ class Catalog:
             return sorted(self._streams)
 
     def stream(self, scope: str, stream: str) -> StreamEntry[Segment]:
-        """The stream, or NotFoundError; a bad name is refused as such, quoted short."""
-        validate_name("scope", scope)
-        validate_name("stream", stream)
+        """The stream, or NotFoundError."""
         with self._lock:
             found = self._streams.get((scope, stream))
         if found is None:
@@ -160,15 +155,10 @@ class Catalog:
             stored = self._states.get(key)
             return (stored[1] if stored else self._deleted_states.get(key, 0)) + 1
 
-    def check_room(self, new_segments: int) -> None:
-        """Refuses a change that would take the store past its segment limit."""
-        limit = self._max_segments
-        if len(self._segments) + new_segments > limit:
-            msg = (
-                f"the store holds {len(self._segments)} segments and its limit is {limit}: "
-                f"{new_segments} more do not fit"
-            )
-            raise ResourceExhaustedError(msg, cause="segment_limit")
+    def segment_count(self) -> int:
+        """How many segments there are, sealed ones too."""
+        with self._lock:
+            return len(self._segments)
 
     def __len__(self) -> int:
         """How many streams there are."""
@@ -272,26 +262,9 @@ class Catalog:
             )
             self._place(entry, segment)
 
-    def _new_segment(
-        self,
-        entry: StreamEntry[Segment],
-        number: int,
-        low: float,
-        high: float,
-        creation_time: int,
-        predecessors: tuple[str, ...],
-    ) -> Segment:
-        segment = Segment(
-            name=entry.segment_name(number),
-            number=number,
-            key_low=low,
-            key_high=high,
-            epoch=entry.epoch,
-            creation_time=creation_time,
-            predecessors=predecessors,
-            data_path=os.path.join(self._make_folder(entry), f"{number}.events"),
-            files=self._files,
-        )
+    def _new_segment(self, entry: StreamEntry[Segment], identity: SegmentIdentity) -> Segment:
+        data_path = os.path.join(self._make_folder(entry), f"{identity.number}.events")
+        segment = Segment(identity, data_path, self._files)
         self._segments[segment.name] = segment
         return segment
 

@@ -12,9 +12,9 @@ import logging
 import os
 
 from connector.errors import FailedPreconditionError
-from connector.store.catalog import Catalog
-from connector.store.data_dir import unusable
-from connector.store.journal import Journal
+from connector.store.file.catalog import Catalog
+from connector.store.file.data_dir import unusable
+from connector.store.file.journal import Journal
 from connector.store.records import decode
 
 __all__ = ["open_journal", "recover"]

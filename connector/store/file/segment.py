@@ -10,36 +10,28 @@ fields: the store asks, the segment keeps itself consistent.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 
 from connector.store.boundaries import SparseBoundaries
-from connector.store.disk import write_all
 from connector.store.event_time_index import EventTimeIndex
-from connector.store.open_files import OpenFiles
-from connector.store.published import PublishedSegment, SegmentSnapshot
+from connector.store.file.disk import domain_error, write_all
+from connector.store.file.open_files import OpenFiles
+from connector.store.published import PublishedSegment, SegmentIdentity, SegmentSnapshot
 from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex
 
 __all__ = ["Segment", "SegmentSnapshot"]
 
+_log = logging.getLogger(__name__)
+
 
 class Segment(PublishedSegment):
     """A segment's data file and state; see the module docstring for who touches what."""
 
-    def __init__(
-        self,
-        name: str,
-        number: int,
-        key_low: float,
-        key_high: float,
-        epoch: int,
-        creation_time: int,
-        predecessors: tuple[str, ...],
-        data_path: str,
-        files: OpenFiles,
-    ):
-        super().__init__(name, number, key_low, key_high, epoch, creation_time, predecessors)
+    def __init__(self, identity: SegmentIdentity, data_path: str, files: OpenFiles):
+        super().__init__(identity)
         self.data_path = data_path
         # No descriptor of its own: each use borrows one from the store's cache.
         self._files = files
@@ -47,7 +39,7 @@ class Segment(PublishedSegment):
     @classmethod
     def restored(cls, state: SegmentState, name: str, data_path: str, files: OpenFiles) -> Segment:
         """The segment a compacted journal's :class:`SegmentState` describes."""
-        segment = cls(
+        identity = SegmentIdentity(
             name=name,
             number=state.number,
             key_low=state.key_low,
@@ -55,9 +47,8 @@ class Segment(PublishedSegment):
             epoch=state.epoch,
             creation_time=state.creation_time,
             predecessors=state.predecessors,
-            data_path=data_path,
-            files=files,
         )
+        segment = cls(identity, data_path, files)
         segment.successors = state.successors
         segment.sealed = segment.pending_sealed = state.sealed
         segment.committed_end = segment.pending_end = state.end
@@ -207,9 +198,18 @@ class Segment(PublishedSegment):
     # --- the readers' side ----------------------------------------------------
 
     def read_bytes(self, start: int, stop: int) -> bytes:
-        """Reads the data file between two offsets."""
-        with self._files.borrow(self.data_path) as fd:
-            return os.pread(fd, stop - start, start)
+        """Reads the data file between two offsets.
+
+        Raises:
+            ResourceExhaustedError: no file descriptor was left to read with.
+            StoreUnavailableError: the data file could not be read.
+        """
+        try:
+            with self._files.borrow(self.data_path) as fd:
+                return os.pread(fd, stop - start, start)
+        except OSError as error:  # no descriptor left, or the disk failed under the read
+            _log.warning("a read of %s failed: %s", self.name, error)
+            raise domain_error(error, "the read", "served") from None
 
     def close(self) -> None:
         """Closes the segment's idle descriptors; closing twice is harmless."""
