@@ -28,6 +28,7 @@ from connector.names import SegmentId, StreamId, validate_name
 from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
 from connector.reader.source.spec import store_uri
 from connector.security.credentials import ClientCredentials
+from spark_adapter.kafka_options import kafka_answer
 
 __all__ = [
     "DESERIALIZERS",
@@ -221,7 +222,12 @@ def _cut_entry(
 
 
 def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str]:
-    """The options by camelCase name; raises on a name that is neither known nor Spark's."""
+    """The options by camelCase name; raises on a name that is neither known nor Spark's.
+
+    A Kafka option's name is answered with the option that does the same here
+    (:func:`~spark_adapter.kafka_options.kafka_answer`); any other unknown
+    name with the known one it most resembles.
+    """
     by_lower = {name.lower(): name for name in known}
     found: dict[str, str] = {}
     for key, value in options.items():
@@ -235,11 +241,12 @@ def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str
             )
             raise InvalidArgumentError(msg)
         elif lower not in _SPARK_OPTIONS:
+            kafka = kafka_answer(lower, sink=known is _SINK_OPTIONS)
             close = difflib.get_close_matches(lower, list(by_lower), n=1)
             hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
             msg = (
                 f"unknown option {key!r} (Spark passes option names in lower case): "
-                f"{hint}the tidemark format takes {sorted(known)!r}"
+                f"{kafka + '. ' if kafka else hint}The tidemark format takes {sorted(known)!r}"
             )
             raise InvalidArgumentError(msg)
     return found

@@ -80,6 +80,12 @@ def test_event_is_binary_for_the_bytes_deserializer(spark: Any, existing: dict[s
         ({"maxEventsPerTriger": "5"}, "did you mean 'maxEventsPerTrigger'?"),
         # The option as documented, whatever case the user's typo had.
         ({"timestampFeild": "ts"}, "did you mean 'timestampField'?"),
+        # Kafka's names are answered with the option that does the same.
+        ({"startingOffsets": "latest"}, "'startingOffsets'; here it is 'startingStreamCut'"),
+        ({"kafka.bootstrap.servers": "h:9092"}, "here it is 'uri'"),
+        ({"subscribe": "topic"}, "here it is 'stream'"),
+        ({"maxOffsetsPerTrigger": "5"}, "here it is 'maxEventsPerTrigger'"),
+        ({"failOnDataLoss": "false"}, "Kafka's 'failOnDataLoss', which has no counterpart here"),
     ],
 )
 def test_an_invalid_option_fails_at_load_before_any_query(
