@@ -7,6 +7,8 @@ carrying the watermark even when the batch has no event (``kind`` =
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql.types import (
     BinaryType,
     DataType,
@@ -19,6 +21,9 @@ from pyspark.sql.types import (
 
 from connector.errors import InvalidArgumentError
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 __all__ = [
     "EVENT",
     "EVENT_TIME",
@@ -26,10 +31,12 @@ __all__ = [
     "KIND",
     "KIND_EVENT",
     "KIND_WATERMARK",
+    "LATE",
     "OFFSET",
     "ROUTING_KEY",
     "SEGMENT",
     "WATERMARK",
+    "require_columns",
     "tidemark_schema",
 ]
 
@@ -41,6 +48,8 @@ KIND = "kind"
 SEGMENT = "segment"
 OFFSET = "offset"
 INGESTION_TIME = "ingestion_time"
+#: The boolean column the event-time helpers add: whether the row reports late events.
+LATE = "late"
 
 #: ``kind`` of a row carrying an event (and the watermark as of its batch's end).
 KIND_EVENT = "event"
@@ -86,3 +95,11 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
             StructField(INGESTION_TIME, TimestampType(), True),
         ]
     )
+
+
+def require_columns(df: DataFrame, *columns: str) -> None:
+    """Raises InvalidArgumentError naming the first of ``columns`` that ``df`` lacks."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        msg = f"the DataFrame has no column {missing[0]!r}; it has {df.columns!r}"
+        raise InvalidArgumentError(msg)
