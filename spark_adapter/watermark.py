@@ -36,16 +36,22 @@ def with_connector_watermark(df: DataFrame) -> DataFrame:
     out). A null is never below anything; a batch whose watermark rose always
     has a ``watermark`` row, so Spark's watermark moves exactly as before.
 
-    Why the filter looks odd: Spark's optimizer pushes a filter below
-    ``withWatermark`` when the filter does not read the watermark column, and
-    then the watermark rows never reach the watermark operator (measured with
-    pyspark 4.1: a plain ``kind = 'event'`` filter kept Spark's watermark at
-    the last event's). The filter here also reads ``watermark`` (a watermark
-    row always has one, so the second term is never true) and stays above.
+    Why the filter looks odd: Spark's optimizer merges the filters written
+    after it with it, then pushes every part that does not read the
+    watermark column below ``withWatermark``, where it would drop the
+    watermark rows (their event columns are null) and Spark's watermark
+    would stand still (measured with pyspark 4.1 and 4.3: a plain
+    ``kind = 'event'`` filter, or a user's ``routing_key <> 'x'`` after it,
+    kept Spark's watermark at 0 or at the last event's). The filter reads
+    ``watermark`` (a watermark row always has one, so its second term is
+    never true), and a term that is always true but not deterministic
+    (``spark_partition_id() >= 0``) stops the optimizer from merging later
+    filters into it or moving them below it.
     """
     require_columns(df, KIND, WATERMARK)
     kind = F.col(KIND)
     # Only watermark rows keep a value (see the docstring): event rows carry null.
     marks = df.withColumn(WATERMARK, F.when(kind == KIND_WATERMARK, F.col(WATERMARK)))
     keep_events = (kind == KIND_EVENT) | ((kind == KIND_WATERMARK) & F.col(WATERMARK).isNull())
-    return marks.withWatermark(WATERMARK, "0 seconds").where(keep_events)
+    barrier = F.spark_partition_id() >= 0
+    return marks.withWatermark(WATERMARK, "0 seconds").where(keep_events & barrier)

@@ -143,12 +143,7 @@ def window_count(df: DataFrame, window: str | timedelta, key_col: str = ROUTING_
     """
     require_columns(df, key_col, EVENT_TIME, WATERMARK)
     size = _window_ms(window)
-    # window() filters out rows with a null time; on event_time alone the optimizer pushes
-    # that filter below withWatermark, where it would drop the watermark rows too (their
-    # event_time is null) and Spark's watermark would never move. Reading `watermark` (null
-    # on every event row) keeps the filter above, as with_connector_watermark's own does.
-    time = F.coalesce(F.col(EVENT_TIME), F.col(WATERMARK))
-    marked = df.withColumn(EVENT_TIME, time.alias(EVENT_TIME, metadata={DELAY_KEY: 0}))
+    marked = df.withColumn(EVENT_TIME, F.col(EVENT_TIME).alias(EVENT_TIME, metadata={DELAY_KEY: 0}))
     counts = marked.groupBy(F.window(EVENT_TIME, f"{size} milliseconds"), key_col).count()
     return counts.select(
         F.col(key_col),
