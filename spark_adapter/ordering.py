@@ -30,7 +30,6 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from connector.errors import InvalidArgumentError
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.schema import EVENT_TIME, LATE, ROUTING_KEY, require_columns
 
@@ -43,9 +42,10 @@ def order_by_event_time(df: DataFrame, key_col: str = ROUTING_KEY) -> DataFrame:
     """Each key's events in event-time order, released as Spark's watermark passes them.
 
     ``df`` comes from :func:`~spark_adapter.watermark.with_connector_watermark`
-    (it must carry Spark's watermark). The result has ``df``'s columns plus
-    ``late`` (boolean), in append mode. Per key, with ``W`` Spark's watermark
-    of the micro-batch:
+    (it must carry Spark's watermark). The result has ``df``'s columns, with
+    ``late`` (boolean) last in place of the source's own (the same rule, also
+    for events with no event time), in append mode. Per key, with ``W``
+    Spark's watermark of the micro-batch:
 
     - an event with event time ``> W`` is held until ``W`` reaches its event
       time, then emitted with ``late`` false; the events of a key emitted with
@@ -56,12 +56,10 @@ def order_by_event_time(df: DataFrame, key_col: str = ROUTING_KEY) -> DataFrame:
       checkpoint) until released.
 
     Raises:
-        InvalidArgumentError: when a needed column is missing or ``late`` exists.
+        InvalidArgumentError: when a needed column is missing.
     """
     require_columns(df, key_col, EVENT_TIME)
-    if LATE in df.columns:
-        msg = f"order_by_event_time adds column {LATE!r}, which {df.columns!r} has already"
-        raise InvalidArgumentError(msg)
+    df = df.drop(LATE)
     output = StructType([*df.schema.fields, StructField(LATE, BooleanType(), False)])
     staged = df.withColumn(_ET_MS, F.unix_millis(F.col(EVENT_TIME)))
     return staged.groupBy(key_col).applyInPandasWithState(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import (
     BinaryType,
+    BooleanType,
     DataType,
     LongType,
     StringType,
@@ -48,7 +49,6 @@ KIND = "kind"
 SEGMENT = "segment"
 OFFSET = "offset"
 INGESTION_TIME = "ingestion_time"
-#: The boolean column the event-time helpers add: whether the row reports late events.
 LATE = "late"
 
 #: ``kind`` of a row carrying an event (and the watermark as of its batch's end).
@@ -71,6 +71,10 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
     - ``kind`` (string, never null): ``event`` or ``watermark``.
     - ``segment`` (string), ``offset`` (long): where the event is stored.
     - ``ingestion_time`` (timestamp): when the store took the event.
+    - ``late`` (boolean): whether ``event_time`` is at or below the watermark
+      in force when the event was read (the one its micro-batch runs with:
+      the ``watermark`` of the batch before); false in the processing-time
+      domain, null on ``watermark`` rows.
 
     Raises:
         InvalidArgumentError: for an unknown deserializer.
@@ -93,6 +97,7 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
             StructField(SEGMENT, StringType(), True),
             StructField(OFFSET, LongType(), True),
             StructField(INGESTION_TIME, TimestampType(), True),
+            StructField(LATE, BooleanType(), True),
         ]
     )
 

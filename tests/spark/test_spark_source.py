@@ -52,6 +52,7 @@ def test_registered_format_has_the_tidemark_columns(
         "segment",
         "offset",
         "ingestion_time",
+        "late",
     ]
     assert isinstance(schema["watermark"].dataType, TimestampType)
 
