@@ -22,6 +22,7 @@ from spark_adapter.session import local_session, register
 from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
+    from spark_adapter.json_fields import with_json_fields
     from spark_adapter.ordering import order_by_event_time, split_late
     from spark_adapter.watermark import with_connector_watermark
     from spark_adapter.windows import tumbling_window_count, window_count
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 #: The helpers on DataFrames, each by the module it lives in (imported on first use).
 _HELPERS = {
     "with_connector_watermark": "watermark",
+    "with_json_fields": "json_fields",
     "order_by_event_time": "ordering",
     "split_late": "ordering",
     "tumbling_window_count": "windows",
@@ -48,6 +50,7 @@ __all__ = [
     "tumbling_window_count",
     "window_count",
     "with_connector_watermark",
+    "with_json_fields",
 ]
 
 
