@@ -5,7 +5,7 @@
     readings = (spark.readStream.format("tidemark")
                 .option("uri", uri).option("stream", "iot/sensors")
                 .option("timeDomain", "IngestionTime").load())
-    ordered = spark_adapter.order_by_event_time(spark_adapter.with_connector_watermark(readings))
+    events = spark_adapter.event_time(readings)  # then plain Spark: window(), joins, ...
 
 Needs pyspark 4.2 or later (the Python data source API with admission
 control: ``ReadLimit``, ``latestOffset(start, limit)``; tested on 4.3) and
@@ -24,11 +24,12 @@ from spark_adapter.source import TidemarkDataSource
 if TYPE_CHECKING:
     from spark_adapter.json_fields import with_json_fields
     from spark_adapter.ordering import order_by_event_time, split_late
-    from spark_adapter.watermark import with_connector_watermark
+    from spark_adapter.watermark import event_time, with_connector_watermark
     from spark_adapter.windows import tumbling_window_count, window_count
 
 #: The helpers on DataFrames, each by the module it lives in (imported on first use).
 _HELPERS = {
+    "event_time": "watermark",
     "with_connector_watermark": "watermark",
     "with_json_fields": "json_fields",
     "order_by_event_time": "ordering",
@@ -40,6 +41,7 @@ _HELPERS = {
 __all__ = [
     "SinkOptions",
     "TidemarkDataSource",
+    "event_time",
     "local_session",
     "order_by_event_time",
     "parse_interval_ms",

@@ -54,8 +54,8 @@ def with_json_fields(df: DataFrame, fields: str | StructType) -> DataFrame:
     module docstring), false when all match, null on ``watermark`` rows
     (no event). No row is dropped; no Python runs per event.
 
-    Apply it after :func:`~spark_adapter.watermark.with_connector_watermark`
-    (a filter on ``malformed`` before that call would remove the watermark rows).
+    Apply it after :func:`~spark_adapter.watermark.event_time` (a filter on
+    ``malformed`` before that call would remove the watermark rows).
 
     Raises:
         InvalidArgumentError: naming the declaration: not fields, a field named

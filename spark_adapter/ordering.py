@@ -14,8 +14,8 @@ JVM, so every state or timer call of the Python worker is a round trip over
 a local socket (protobuf messages); and Spark runs it only on the RocksDB
 state store (``STORE_BACKEND_NOT_SUPPORTED_FOR_TWS`` otherwise), a
 session-wide setting a library cannot make for its users and an existing
-checkpoint cannot change. Ordering would read more plainly with a list
-state and event-time timers, but not run faster.
+checkpoint cannot change. A user's own ``transformWithStateInPandas`` runs
+on the connector's watermark after :func:`~spark_adapter.watermark.event_time`.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ ranges with :func:`~connector.reader.source.read_columns` and returns the
 columns as Arrow record batches. In a time domain with watermarks every
 row carries the watermark as of the end of its micro-batch and whether it
 is late under the one in force (the end of the batch before), and a batch
-whose watermark rose carries one extra ``kind = 'watermark'`` row, so
-Spark's watermark advances on idle streams too.
+that reads events or whose watermark rose carries one extra
+``kind = 'watermark'`` row, so Spark's watermark advances on idle streams
+too and Spark sees every stream's.
 """
 
 from __future__ import annotations
@@ -90,10 +91,15 @@ class _Reading:
         self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
         tasks = self._plans.tasks(begin, end)
-        wants_row = watermark_row and end.rose_above(begin)
         if not tasks:
-            return [TidemarkPartition(None, end.watermark, watermark_row=True)] if wants_row else []
-        # The watermark row rides with the first task: a Python task costs Spark ~0.1 s to start.
+            if watermark_row and end.rose_above(begin):
+                return [TidemarkPartition(None, end.watermark, watermark_row=True)]
+            return []
+        # A batch that reads events carries its watermark even when it did not rise: each
+        # stream's watermark operator in Spark counts as 0 until it sees one (Spark's
+        # watermark over two streams would stay 0 while one stream's never rose since the
+        # query started). The row rides with the first task: a Python task costs ~0.1 s.
+        wants_row = watermark_row and end.watermark is not None
         return [
             TidemarkPartition(task, end.watermark, watermark_row=wants_row and i == 0)
             for i, task in enumerate(tasks)
@@ -342,7 +348,7 @@ def _millis(millis: list[int]) -> np.ndarray:
 
 
 def watermark_batch(watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
-    """The one row of a batch whose watermark rose: ``kind`` watermark, event columns null."""
+    """The batch's watermark row: ``kind`` watermark, event columns null."""
     row = dict.fromkeys(schema.names)
     row.update(watermark=spark_micros(watermark), kind=KIND_WATERMARK)
     return pa.RecordBatch.from_pylist([row], schema=schema)

@@ -1,8 +1,10 @@
 """The columns of a ``tidemark`` read.
 
-One row per event, and in the ingestion-time domain one row per micro-batch
-carrying the watermark even when the batch has no event (``kind`` =
-``watermark``), so Spark's watermark keeps moving on quiet streams.
+One row per event, and in a time domain with watermarks one row per
+micro-batch that reads events or whose watermark rose, even when the batch
+has no event (``kind`` = ``watermark``), so Spark's watermark keeps moving
+on quiet streams. The ``watermark`` column's metadata names the read's time domain,
+so the event-time helpers can refuse a read that has no watermarks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from connector.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from connector.reader.source import TimeKeeping
 
 __all__ = [
     "EVENT",
@@ -56,8 +60,12 @@ KIND_EVENT = "event"
 #: ``kind`` of a row carrying only the watermark; its event columns are null.
 KIND_WATERMARK = "watermark"
 
+#: Metadata of the ``watermark`` column: the read's ``timeDomain``, and whether it has watermarks.
+TIME_DOMAIN_KEY = "tidemark.timeDomain"
+HAS_WATERMARKS_KEY = "tidemark.hasWatermarks"
 
-def tidemark_schema(deserializer: str = "string") -> StructType:
+
+def tidemark_schema(deserializer: str = "string", time: TimeKeeping | None = None) -> StructType:
     """The schema of a read with ``deserializer`` ``bytes``, ``string`` or ``json``.
 
     Columns, in order:
@@ -76,6 +84,9 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
       the ``watermark`` of the batch before); false in the processing-time
       domain, null on ``watermark`` rows.
 
+    With ``time`` (the read's time keeping), ``watermark`` carries metadata
+    naming its time domain and whether it has watermarks.
+
     Raises:
         InvalidArgumentError: for an unknown deserializer.
     """
@@ -92,7 +103,7 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
             StructField(ROUTING_KEY, StringType(), True),
             StructField(EVENT, event_type, True),
             StructField(EVENT_TIME, TimestampType(), True),
-            StructField(WATERMARK, TimestampType(), True),
+            StructField(WATERMARK, TimestampType(), True, _time_metadata(time)),
             StructField(KIND, StringType(), False),
             StructField(SEGMENT, StringType(), True),
             StructField(OFFSET, LongType(), True),
@@ -100,6 +111,12 @@ def tidemark_schema(deserializer: str = "string") -> StructType:
             StructField(LATE, BooleanType(), True),
         ]
     )
+
+
+def _time_metadata(time: TimeKeeping | None) -> dict[str, object]:
+    if time is None:
+        return {}
+    return {TIME_DOMAIN_KEY: time.domain.value, HAS_WATERMARKS_KEY: time.has_watermarks}
 
 
 def require_columns(df: DataFrame, *columns: str) -> None:

@@ -11,7 +11,8 @@ Both take a frame from :func:`~spark_adapter.watermark.with_connector_watermark`
   left uncounted.
 - :func:`window_count`: Spark's own ``groupBy(window(...)).count()`` in the
   JVM, no Python after the source; Spark drops late events and counts them
-  in its progress only.
+  in its progress only. For any other aggregate, sliding or session
+  windows, write the plain Spark after :func:`~spark_adapter.watermark.event_time`.
 """
 
 from __future__ import annotations

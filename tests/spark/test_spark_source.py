@@ -17,7 +17,7 @@ from pyspark.errors import PySparkException
 from pyspark.errors.exceptions.captured import StreamingQueryException
 from pyspark.sql.types import BinaryType, StringType, TimestampType
 
-from connector.reader.source import PROBE_BOUND_S
+from connector.reader.source import PROBE_BOUND_S, ProcessingTime
 from spark_adapter.schema import tidemark_schema
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,11 @@ def test_registered_format_has_the_tidemark_columns(
     spark: Any, streaming: bool, existing: dict[str, str]
 ) -> None:
     schema = reader(spark, streaming, **existing).load().schema
-    assert schema == tidemark_schema("string")
+    assert schema == tidemark_schema("string", ProcessingTime())
+    assert schema["watermark"].metadata == {
+        "tidemark.timeDomain": "ProcessingTime",
+        "tidemark.hasWatermarks": False,
+    }
     assert schema.fieldNames() == [
         "routing_key",
         "event",
