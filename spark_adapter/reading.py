@@ -106,7 +106,13 @@ class _Reading:
         ]
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
-        """Reads the partition's task and yields Arrow record batches of rows."""
+        """Reads the partition's task and yields Arrow record batches of rows.
+
+        A batch read that plans no partition gets one of PySpark's own
+        (``InputPartition(None)``): it reads nothing.
+        """
+        if not isinstance(partition, TidemarkPartition):
+            return
         schema = to_arrow_schema(self._schema, timezone="UTC")
         if partition.watermark_row:
             yield watermark_batch(partition.watermark, schema)

@@ -101,6 +101,13 @@ def test_an_invalid_option_fails_at_load_before_any_query(
     assert expected in str(error.value)
 
 
+def test_a_batch_read_with_nothing_to_read_returns_no_rows(
+    spark: Any, existing: dict[str, str]
+) -> None:
+    """PySpark reads one placeholder partition of its own when a source plans none."""
+    assert reader(spark, **existing).load().collect() == []
+
+
 def test_a_batch_read_with_a_trigger_limit_fails_when_planned(
     spark: Any, existing: dict[str, str]
 ) -> None:
