@@ -401,7 +401,10 @@ def for_batch(spec: ReadSpec) -> ReadSpec:
     """``spec`` for a bounded read: it ends at ``endingStreamCut``, by default ``latest``.
 
     Raises:
-        InvalidArgumentError: when a per-trigger limit is set (batch reads have no triggers).
+        InvalidArgumentError: when a per-trigger limit is set (batch reads have no
+            triggers), or when the read can only come back empty: it starts at
+            ``latest`` (a batch read ends there or before), or at a time not
+            before the time it ends at.
     """
     for field, limit in (
         ("budget.max_events", spec.budget.max_events),
@@ -411,6 +414,21 @@ def for_batch(spec: ReadSpec) -> ReadSpec:
             shown = spec.names.shown(field, limit)
             msg = f"{spec.names.label(field)} ({shown}) applies to streaming reads only"
             raise InvalidArgumentError(msg)
+    if spec.start.is_latest:
+        shown = spec.names.shown("start", "latest")
+        msg = (
+            f"{spec.names.label('start')} ({shown}) on a batch read reads nothing: a batch read "
+            "ends at 'latest' or before. Start at 'earliest', a cut or a time, or read with "
+            "spark.readStream for what comes next"
+        )
+        raise InvalidArgumentError(msg)
+    start, end = spec.start.time_ms, spec.end.time_ms if spec.end is not None else None
+    if start is not None and end is not None and end <= start:
+        msg = (
+            f"{spec.names.label('start')} ({spec.names.shown('start', start)}) is not before "
+            f"{spec.names.label('end')} ({spec.names.shown('end', end)}): the read would be empty"
+        )
+        raise InvalidArgumentError(msg)
     if spec.bounded:
         return spec
     streams = tuple(replace(read, end=StreamCut.latest()) for read in spec.streams)

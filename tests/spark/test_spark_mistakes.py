@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pyspark.errors import PySparkException
 
 import spark_adapter
 from connector import EventWriter, JsonSerializer, StoreClient
@@ -69,3 +70,21 @@ def test_event_time_after_spark_s_own_watermark_on_event_time_is_refused(
     with pytest.raises(InvalidArgumentError, match=r"withWatermark\('event_time'"):
         spark_adapter.event_time(habit)
     assert "event_time" in spark_adapter.event_time(readings).columns  # the right way passes
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"startingStreamCut": "latest"}, "'startingStreamCut' .*'latest'.* reads nothing"),
+        (
+            {"startingTimestamp": "2000", "endingTimestamp": "2000"},
+            "'startingTimestamp' .* is not before option 'endingTimestamp'",
+        ),
+    ],
+)
+def test_a_batch_read_that_can_only_be_empty_is_refused(
+    spark: Any, file_store_uri: str, stream: str, options: dict[str, str], match: str
+) -> None:
+    read = spark.read.format("tidemark").options(uri=file_store_uri, stream=stream, **options)
+    with pytest.raises(PySparkException, match=match):
+        read.load().collect()
