@@ -38,7 +38,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from connector.client import key_position
 from spark_adapter import event_time, with_json_fields
 
-from .conftest import BatchLog, SyntheticStore
+from .conftest import BatchLog, SyntheticStore, ingestion_read
 
 pytestmark = pytest.mark.slow
 
@@ -119,8 +119,8 @@ def run_history(
     start = store.clock.now_ms() + 4 * SIZE_MS
     store.advance_to(start)
     stream, alarm_stream = store.create_stream(2), store.create_stream(2)
-    events = typed(event_time(read(spark, store, stream)))
-    alarms = typed(event_time(read(spark, store, alarm_stream)))
+    events = typed(event_time(ingestion_read(spark, store, stream, LAG_MS)))
+    alarms = typed(event_time(ingestion_read(spark, store, alarm_stream, LAG_MS)))
     late_route = events.where("late").select(F.col("id").alias("late_id"))
     output = operator(events, alarms).unionByName(late_route, allowMissingColumns=True)
     log = BatchLog()
@@ -150,20 +150,6 @@ def run_history(
     finally:
         query.stop()
     return run
-
-
-def read(spark: Any, store: SyntheticStore, stream: str) -> DataFrame:
-    """The plain read: JSON readings, event time from ``ts``, the store's clock less the lag."""
-    return (
-        spark.readStream.format("tidemark")
-        .option("uri", store.uri)
-        .option("stream", stream)
-        .option("timeDomain", "IngestionTime")
-        .option("maxEventTimeLag", f"{LAG_MS} milliseconds")
-        .option("deserializer", "json")
-        .option("timestampField", "ts")
-        .load()
-    )
 
 
 def typed(events: DataFrame) -> DataFrame:
