@@ -2,10 +2,10 @@
 
     import spark_adapter
     spark_adapter.register(spark)
-    events = (spark.readStream.format("tidemark")
-              .option("uri", uri).option("stream", "iot/sensors")
-              .option("timeDomain", "IngestionTime").load())
-    ordered = spark_adapter.order_by_event_time(spark_adapter.with_connector_watermark(events))
+    readings = (spark.readStream.format("tidemark")
+                .option("uri", uri).option("stream", "iot/sensors")
+                .option("timeDomain", "IngestionTime").load())
+    events = spark_adapter.event_time(readings)  # then plain Spark: window(), joins, ...
 
 Needs pyspark 4.2 or later (the Python data source API with admission
 control: ``ReadLimit``, ``latestOffset(start, limit)``; tested on 4.3) and
@@ -22,27 +22,26 @@ from spark_adapter.session import local_session, register
 from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
-    from spark_adapter.event_time import (
-        order_by_event_time,
-        split_late,
-        tumbling_window_count,
-        window_count,
-        with_connector_watermark,
-    )
+    from spark_adapter.json_fields import with_json_fields
+    from spark_adapter.ordering import order_by_event_time, split_late
+    from spark_adapter.watermark import event_time, with_connector_watermark
+    from spark_adapter.windows import tumbling_window_count, window_count
 
-_EVENT_TIME_HELPERS = frozenset(
-    {
-        "order_by_event_time",
-        "split_late",
-        "tumbling_window_count",
-        "window_count",
-        "with_connector_watermark",
-    }
-)
+#: The helpers on DataFrames, each by the module it lives in (imported on first use).
+_HELPERS = {
+    "event_time": "watermark",
+    "with_connector_watermark": "watermark",
+    "with_json_fields": "json_fields",
+    "order_by_event_time": "ordering",
+    "split_late": "ordering",
+    "tumbling_window_count": "windows",
+    "window_count": "windows",
+}
 
 __all__ = [
     "SinkOptions",
     "TidemarkDataSource",
+    "event_time",
     "local_session",
     "order_by_event_time",
     "parse_interval_ms",
@@ -53,14 +52,15 @@ __all__ = [
     "tumbling_window_count",
     "window_count",
     "with_connector_watermark",
+    "with_json_fields",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # The event-time helpers import pandas; a query's source process needs none of it.
-    if name in _EVENT_TIME_HELPERS:
-        from spark_adapter import event_time
+    # The helpers import pyspark.sql.functions (and pandas); a query's source process needs none.
+    if name in _HELPERS:
+        import importlib
 
-        return getattr(event_time, name)
+        return getattr(importlib.import_module(f"spark_adapter.{_HELPERS[name]}"), name)
     msg = f"module 'spark_adapter' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -28,6 +28,7 @@ from connector.names import SegmentId, StreamId, validate_name
 from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
 from connector.reader.source.spec import store_uri
 from connector.security.credentials import ClientCredentials
+from spark_adapter.kafka_options import kafka_answer
 
 __all__ = [
     "DESERIALIZERS",
@@ -221,7 +222,12 @@ def _cut_entry(
 
 
 def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str]:
-    """The options by camelCase name; raises on a name that is neither known nor Spark's."""
+    """The options by camelCase name; raises on a name that is neither known nor Spark's.
+
+    A Kafka option's name is answered with the option that does the same here
+    (:func:`~spark_adapter.kafka_options.kafka_answer`); any other unknown
+    name with the known one it most resembles.
+    """
     by_lower = {name.lower(): name for name in known}
     found: dict[str, str] = {}
     for key, value in options.items():
@@ -235,11 +241,12 @@ def _lookup(options: Mapping[str, str], known: tuple[str, ...]) -> dict[str, str
             )
             raise InvalidArgumentError(msg)
         elif lower not in _SPARK_OPTIONS:
+            kafka = kafka_answer(lower, sink=known is _SINK_OPTIONS)
             close = difflib.get_close_matches(lower, list(by_lower), n=1)
             hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
             msg = (
                 f"unknown option {key!r} (Spark passes option names in lower case): "
-                f"{hint}the tidemark format takes {sorted(known)!r}"
+                f"{kafka + '. ' if kafka else hint}The tidemark format takes {sorted(known)!r}"
             )
             raise InvalidArgumentError(msg)
     return found
@@ -394,7 +401,10 @@ def for_batch(spec: ReadSpec) -> ReadSpec:
     """``spec`` for a bounded read: it ends at ``endingStreamCut``, by default ``latest``.
 
     Raises:
-        InvalidArgumentError: when a per-trigger limit is set (batch reads have no triggers).
+        InvalidArgumentError: when a per-trigger limit is set (batch reads have no
+            triggers), or when the read can only come back empty: it starts at
+            ``latest`` (a batch read ends there or before), or at a time not
+            before the time it ends at.
     """
     for field, limit in (
         ("budget.max_events", spec.budget.max_events),
@@ -404,6 +414,21 @@ def for_batch(spec: ReadSpec) -> ReadSpec:
             shown = spec.names.shown(field, limit)
             msg = f"{spec.names.label(field)} ({shown}) applies to streaming reads only"
             raise InvalidArgumentError(msg)
+    if spec.start.is_latest:
+        shown = spec.names.shown("start", "latest")
+        msg = (
+            f"{spec.names.label('start')} ({shown}) on a batch read reads nothing: a batch read "
+            "ends at 'latest' or before. Start at 'earliest', a cut or a time, or read with "
+            "spark.readStream for what comes next"
+        )
+        raise InvalidArgumentError(msg)
+    start, end = spec.start.time_ms, spec.end.time_ms if spec.end is not None else None
+    if start is not None and end is not None and end <= start:
+        msg = (
+            f"{spec.names.label('start')} ({spec.names.shown('start', start)}) is not before "
+            f"{spec.names.label('end')} ({spec.names.shown('end', end)}): the read would be empty"
+        )
+        raise InvalidArgumentError(msg)
     if spec.bounded:
         return spec
     streams = tuple(replace(read, end=StreamCut.latest()) for read in spec.streams)

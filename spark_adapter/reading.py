@@ -12,10 +12,12 @@ a restart reads back. With ``readerGroup`` the driver also publishes each
 position the query has processed as that reader group, so the store's
 metrics show the query's lag. Each task reads its
 ranges with :func:`~connector.reader.source.read_columns` and returns the
-columns as Arrow record batches. In the ingestion-time domain every row
-carries the watermark as of the end of its micro-batch, and a batch whose
-watermark rose carries one extra ``kind = 'watermark'`` row, so Spark's
-watermark advances on idle streams too.
+columns as Arrow record batches. In a time domain with watermarks every
+row carries the watermark as of the end of its micro-batch and whether it
+is late under the one in force (the end of the batch before), and a batch
+that reads events or whose watermark rose carries one extra
+``kind = 'watermark'`` row, so Spark's watermark advances on idle streams
+too and Spark sees every stream's.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from connector.reader.source import (
     read_columns,
     text_of,
 )
+from connector.reader.source.timekeeping import is_late
 from spark_adapter.admission import budget_of, default_read_limit
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
@@ -88,17 +91,28 @@ class _Reading:
         self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
         tasks = self._plans.tasks(begin, end)
-        wants_row = watermark_row and end.rose_above(begin)
         if not tasks:
-            return [TidemarkPartition(None, end.watermark, watermark_row=True)] if wants_row else []
-        # The watermark row rides with the first task: a Python task costs Spark ~0.1 s to start.
+            if watermark_row and end.rose_above(begin):
+                return [TidemarkPartition(None, end.watermark, watermark_row=True)]
+            return []
+        # A batch that reads events carries its watermark even when it did not rise: each
+        # stream's watermark operator in Spark counts as 0 until it sees one (Spark's
+        # watermark over two streams would stay 0 while one stream's never rose since the
+        # query started). The row rides with the first task: a Python task costs ~0.1 s.
+        wants_row = watermark_row and end.watermark is not None
         return [
             TidemarkPartition(task, end.watermark, watermark_row=wants_row and i == 0)
             for i, task in enumerate(tasks)
         ]
 
     def read(self, partition: TidemarkPartition) -> Iterator[pa.RecordBatch]:
-        """Reads the partition's task and yields Arrow record batches of rows."""
+        """Reads the partition's task and yields Arrow record batches of rows.
+
+        A batch read that plans no partition gets one of PySpark's own
+        (``InputPartition(None)``): it reads nothing.
+        """
+        if not isinstance(partition, TidemarkPartition):
+            return
         schema = to_arrow_schema(self._schema, timezone="UTC")
         if partition.watermark_row:
             yield watermark_batch(partition.watermark, schema)
@@ -256,7 +270,9 @@ def arrow_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The events of ``columns`` as Arrow record batches of ``schema`` (up to 8,192 rows each).
 
-    Every row carries ``watermark``. Payloads become the ``event`` column as
+    Every row carries ``watermark``, and ``late`` under its part's watermark
+    in force (:func:`~connector.reader.source.timekeeping.is_late`, on arrays).
+    Payloads become the ``event`` column as
     binary, checked as UTF-8 by Arrow for the string deserializers (the
     first bad event is named); the constant columns are built without a list.
     """
@@ -289,19 +305,33 @@ def _batch(parts: list[EventColumns], watermark: int | None, schema: pa.Schema) 
     count = sum(len(part) for part in parts)
     timestamp = schema.field("event_time").type
     watermark_us = spark_micros(watermark)
+    event_times = _millis([t for part in parts for t in part.event_times])
+    ingestion_times = _millis([t for part in parts for t in part.ingestion_times])
     return pa.RecordBatch.from_arrays(
         [
             pa.array([k for part in parts for k in part.routing_keys], pa.string()),
             _events(parts, schema.field("event").type),
-            _timestamps([t for part in parts for t in part.event_times], timestamp),
+            pa.array(event_times * 1000, timestamp),
             pa.repeat(pa.scalar(watermark_us, timestamp), count),
             pa.repeat(pa.scalar(KIND_EVENT), count),
             pa.concat_arrays([pa.repeat(pa.scalar(part.segment), len(part)) for part in parts]),
             pa.array([o for part in parts for o in part.offsets], pa.int64()),
-            _timestamps([t for part in parts for t in part.ingestion_times], timestamp),
+            pa.array(ingestion_times * 1000, timestamp),
+            pa.array(_late(parts, event_times)),
         ],
         schema=schema,
     )
+
+
+def _late(parts: list[EventColumns], event_times: np.ndarray) -> np.ndarray:
+    """Whether each event is late under its part's watermark in force, an array at a time."""
+    flags = np.zeros(len(event_times), dtype=bool)
+    start = 0
+    for part in parts:
+        end = start + len(part)
+        flags[start:end] = is_late(event_times[start:end], part.watermark_in_force)
+        start = end
+    return flags
 
 
 def _events(parts: list[EventColumns], kind: pa.DataType) -> pa.Array:
@@ -318,13 +348,13 @@ def _events(parts: list[EventColumns], kind: pa.DataType) -> pa.Array:
         raise
 
 
-def _timestamps(millis: list[int], kind: pa.DataType) -> pa.Array:
-    """Epoch milliseconds as an Arrow timestamp array of ``kind`` (microseconds)."""
-    return pa.array(np.fromiter(millis, np.int64, len(millis)) * 1000, kind)
+def _millis(millis: list[int]) -> np.ndarray:
+    """Epoch milliseconds as an int64 array."""
+    return np.fromiter(millis, np.int64, len(millis))
 
 
 def watermark_batch(watermark: int | None, schema: pa.Schema) -> pa.RecordBatch:
-    """The one row of a batch whose watermark rose: ``kind`` watermark, event columns null."""
+    """The batch's watermark row: ``kind`` watermark, event columns null."""
     row = dict.fromkeys(schema.names)
     row.update(watermark=spark_micros(watermark), kind=KIND_WATERMARK)
     return pa.RecordBatch.from_pylist([row], schema=schema)

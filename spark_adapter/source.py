@@ -59,7 +59,7 @@ class TidemarkDataSource(DataSource):
         """
         spec = read_spec(self.options)
         probe_store(spec)
-        return tidemark_schema(spec.deserializer)
+        return tidemark_schema(spec.deserializer, spec.time)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader from ``startingStreamCut`` to ``endingStreamCut`` (or ``latest``)."""

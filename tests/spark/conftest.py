@@ -191,6 +191,20 @@ def synthetic_store(start_store: Callable[..., Any], clock: Any) -> Iterator[Syn
     store.close()
 
 
+def ingestion_read(spark: Any, store: SyntheticStore, stream: str, lag_ms: int) -> Any:
+    """``stream`` in the ingestion-time domain, event time from the ``ts`` field of JSON events."""
+    return (
+        spark.readStream.format("tidemark")
+        .option("uri", store.uri)
+        .option("stream", stream)
+        .option("timeDomain", "IngestionTime")
+        .option("maxEventTimeLag", f"{lag_ms} milliseconds")
+        .option("deserializer", "json")
+        .option("timestampField", "ts")
+        .load()
+    )
+
+
 class BatchLog:
     """A ``foreachBatch`` function that keeps every micro-batch's rows, by batch id.
 

@@ -5,8 +5,10 @@ the event-time helpers and of the sink: each trigger delivers the next
 scripted batch, one Spark partition per batch. A batch is
 ``{"watermark": ms or null, "events": [[routing_key, event, event_time_ms], ...]}``;
 each event row carries the batch's watermark, as the connector's rows do
-(the watermark as of the end of the batch), and a batch with a watermark also
-has one ``kind = 'watermark'`` row, as the connector emits one per batch.
+(the watermark as of the end of the batch), and ``late`` under the highest
+watermark of the batches before (the one in force), and a batch with a
+watermark also has one ``kind = 'watermark'`` row, as the connector emits
+one per batch.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from connector.reader.source.timekeeping import is_late
 from spark_adapter.schema import tidemark_schema
 
 __all__ = ["ScriptedSource", "script"]
@@ -36,10 +39,11 @@ def _time(ms: int | None) -> datetime | None:
 
 
 class _Batch(InputPartition):
-    def __init__(self, index: int, batch: dict[str, Any]):
+    def __init__(self, index: int, batch: dict[str, Any], in_force: int | None):
         super().__init__(index)
         self.index = index
         self.batch = batch
+        self.in_force = in_force
 
 
 class _ScriptedReader(DataSourceStreamReader):
@@ -60,12 +64,19 @@ class _ScriptedReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Batch]:
         # A restarted query first re-runs its last logged batch: offer the next one after it.
         self.offered = max(self.offered, end["batch"])
-        return [_Batch(i, self.batches[i]) for i in range(start["batch"], end["batch"])]
+        indexes = range(start["batch"], end["batch"])
+        return [_Batch(i, self.batches[i], self._in_force(i)) for i in indexes]
+
+    def _in_force(self, index: int) -> int | None:
+        marks = [b["watermark"] for b in self.batches[:index] if b["watermark"] is not None]
+        return max(marks, default=None)
 
     def read(self, partition: _Batch) -> Iterator[tuple[Any, ...]]:  # type: ignore[override]
         watermark = _time(partition.batch["watermark"])
         stream = f"scripted/batch-{partition.index}/0"
+        in_force = partition.in_force
         for offset, (key, event, event_time) in enumerate(partition.batch["events"]):
+            late = None if event_time is None else is_late(event_time, in_force)
             yield (
                 key,
                 event,
@@ -75,9 +86,10 @@ class _ScriptedReader(DataSourceStreamReader):
                 stream,
                 offset,
                 _time(event_time),
+                late,
             )
         if watermark is not None:
-            yield (None, None, None, watermark, "watermark", None, None, None)
+            yield (None, None, None, watermark, "watermark", None, None, None, None)
 
     def commit(self, end: dict[str, int]) -> None:
         pass

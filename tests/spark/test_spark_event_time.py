@@ -105,6 +105,19 @@ def test_a_plain_kind_filter_would_be_pushed_below_withWatermark(spark: Any) -> 
 
     assert not filter_above_watermark(plain)
     assert filter_above_watermark(ours)
+    # A user's own filter after it stays above too: below, it would drop the watermark rows.
+    users = with_connector_watermark(df).where("routing_key <> 'x'")
+    assert filters_below_watermark(users) == []
+
+
+def filters_below_watermark(frame: Any) -> list[str]:
+    """The filters of the optimized logical plan below its EventTimeWatermark."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        frame.explain(extended=True)
+    plan = text.getvalue().split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+    below = plan[plan.index("EventTimeWatermark") :].splitlines()
+    return [line for line in below if "Filter" in line]
 
 
 def test_order_by_event_time_releases_in_order_and_reports_late_events(

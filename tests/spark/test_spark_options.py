@@ -12,7 +12,16 @@ from connector.names import StreamId
 from connector.reader.events import TimeDomain
 from connector.reader.source import ReadSpec, StreamCut
 from connector.timestamps import FieldTimestampAssigner, IngestionTimeAssigner
-from spark_adapter.options import SinkOptions, for_batch, for_stream, parse_interval_ms, read_spec
+from spark_adapter.kafka_options import _SINK, _SOURCE
+from spark_adapter.options import (
+    _SINK_OPTIONS,
+    _SOURCE_OPTIONS,
+    SinkOptions,
+    for_batch,
+    for_stream,
+    parse_interval_ms,
+    read_spec,
+)
 
 URI = "tidemark://127.0.0.1:9090"
 
@@ -238,3 +247,14 @@ def test_an_end_by_time_is_for_batch_reads_only() -> None:
         InvalidArgumentError, match="option 'endingTimestamp' .'5'. applies to batch"
     ):
         for_stream(spec)
+
+
+def test_every_kafka_option_answered_names_an_option_the_format_takes() -> None:
+    """The Kafka table never points at an option the format would refuse in turn."""
+    for table, known in ((_SOURCE, _SOURCE_OPTIONS), (_SINK, _SINK_OPTIONS)):
+        for kafka, option, _ in table.values():
+            assert option is None or option in known, kafka
+    with pytest.raises(InvalidArgumentError, match="here it is 'startingStreamCut'"):
+        source(startingoffsets="earliest")  # as Spark passes it: lower case
+    with pytest.raises(InvalidArgumentError, match="Kafka security setting"):
+        source(**{"kafka.ssl.truststore.location": "/etc/ts.jks"})

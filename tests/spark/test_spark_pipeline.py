@@ -23,7 +23,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from spark_adapter import order_by_event_time, with_connector_watermark
 
 from . import window_max as window_max_module
-from .conftest import BatchLog, SyntheticStore, settle, stored_json
+from .conftest import BatchLog, SyntheticStore, ingestion_read, settle, stored_json
 from .window_max import window_max
 
 pytestmark = pytest.mark.slow
@@ -31,20 +31,6 @@ pytestmark = pytest.mark.slow
 cloudpickle.register_pickle_by_value(window_max_module)
 
 S = 1_000  # ms per second
-
-
-def ingestion_read(spark: Any, store: SyntheticStore, stream: str, lag_ms: int) -> Any:
-    """``stream`` in the ingestion-time domain, event time from the ``ts`` field."""
-    return (
-        spark.readStream.format("tidemark")
-        .option("uri", store.uri)
-        .option("stream", stream)
-        .option("timeDomain", "IngestionTime")
-        .option("maxEventTimeLag", f"{lag_ms} milliseconds")
-        .option("deserializer", "json")
-        .option("timestampField", "ts")
-        .load()
-    )
 
 
 def start(df: Any, sink: Any, checkpoint: pathlib.Path, **options: str) -> Any:

@@ -70,3 +70,23 @@ def test_bytes_are_kept_as_they_are() -> None:
 
     assert batch["event"] == [b"\xff\xfe", b""]
     assert batch["event_time"] == [_at(1_000)] * 2  # processing time: the ingestion time
+
+
+def test_late_says_whether_each_event_is_at_or_below_its_watermark_in_force() -> None:
+    """``late`` is the core's rule (``EventColumns.late``), computed on arrays, per read."""
+    spec = read_spec(
+        {"uri": "127.0.0.1:1", "stream": "s/t", "deserializer": "json", "timestampField": "ts"}
+        | {"timeDomain": "IngestionTime"}
+    )
+    times = EventTimes(spec.time, spec.deserializer)
+    stamps = [b'{"ts": 19}', b'{"ts": 20}', b'{"ts": 21}']
+    columns = [
+        columns_of("s/t/0", encode_frames(stamps, 1_000, None), 0, times, 20),
+        columns_of("s/t/1", encode_frames(stamps, 1_000, None), 0, times, None),
+        columns_of("s/t/2", encode_frames(stamps[:1], 1_000, None), 0, times, 5),
+    ]
+    schema = to_arrow_schema(tidemark_schema("json"), timezone="UTC")
+    (batch,) = arrow_batches(iter(columns), 5_000, schema)
+
+    assert batch.to_pydict()["late"] == [True, True, False, False, False, False, False]
+    assert batch.to_pydict()["late"] == [flag for part in columns for flag in part.late]

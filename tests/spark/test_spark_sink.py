@@ -109,6 +109,7 @@ def flat_bytes(stored: Stored) -> list[tuple[str | None, bytes]]:
         ({"eventColumn": "n"}, "append", "column 'n' is int, expected string or binary"),
         ({"stream": "a/b,c/d"}, "append", "option 'stream' must name one stream"),
         ({"startingStreamCut": "earliest"}, "append", "unknown option 'startingstreamcut'"),
+        ({"topic": "t"}, "append", "that is Kafka's 'topic'; here it is 'stream'"),
         ({}, "overwrite", "only appends"),
     ],
 )

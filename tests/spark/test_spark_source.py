@@ -17,7 +17,7 @@ from pyspark.errors import PySparkException
 from pyspark.errors.exceptions.captured import StreamingQueryException
 from pyspark.sql.types import BinaryType, StringType, TimestampType
 
-from connector.reader.source import PROBE_BOUND_S
+from connector.reader.source import PROBE_BOUND_S, ProcessingTime
 from spark_adapter.schema import tidemark_schema
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,11 @@ def test_registered_format_has_the_tidemark_columns(
     spark: Any, streaming: bool, existing: dict[str, str]
 ) -> None:
     schema = reader(spark, streaming, **existing).load().schema
-    assert schema == tidemark_schema("string")
+    assert schema == tidemark_schema("string", ProcessingTime())
+    assert schema["watermark"].metadata == {
+        "tidemark.timeDomain": "ProcessingTime",
+        "tidemark.hasWatermarks": False,
+    }
     assert schema.fieldNames() == [
         "routing_key",
         "event",
@@ -52,6 +56,7 @@ def test_registered_format_has_the_tidemark_columns(
         "segment",
         "offset",
         "ingestion_time",
+        "late",
     ]
     assert isinstance(schema["watermark"].dataType, TimestampType)
 
@@ -80,6 +85,12 @@ def test_event_is_binary_for_the_bytes_deserializer(spark: Any, existing: dict[s
         ({"maxEventsPerTriger": "5"}, "did you mean 'maxEventsPerTrigger'?"),
         # The option as documented, whatever case the user's typo had.
         ({"timestampFeild": "ts"}, "did you mean 'timestampField'?"),
+        # Kafka's names are answered with the option that does the same.
+        ({"startingOffsets": "latest"}, "'startingOffsets'; here it is 'startingStreamCut'"),
+        ({"kafka.bootstrap.servers": "h:9092"}, "here it is 'uri'"),
+        ({"subscribe": "topic"}, "here it is 'stream'"),
+        ({"maxOffsetsPerTrigger": "5"}, "here it is 'maxEventsPerTrigger'"),
+        ({"failOnDataLoss": "false"}, "Kafka's 'failOnDataLoss', which has no counterpart here"),
     ],
 )
 def test_an_invalid_option_fails_at_load_before_any_query(
@@ -88,6 +99,13 @@ def test_an_invalid_option_fails_at_load_before_any_query(
     with pytest.raises(PySparkException) as error:
         reader(spark, streaming, **options).load()
     assert expected in str(error.value)
+
+
+def test_a_batch_read_with_nothing_to_read_returns_no_rows(
+    spark: Any, existing: dict[str, str]
+) -> None:
+    """PySpark reads one placeholder partition of its own when a source plans none."""
+    assert reader(spark, **existing).load().collect() == []
 
 
 def test_a_batch_read_with_a_trigger_limit_fails_when_planned(

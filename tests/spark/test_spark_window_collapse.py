@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 from spark_adapter import tumbling_window_count, with_connector_watermark
-from spark_adapter.event_time import _ET_MS, _EVENTS, _WINDOW_START_MS, collapse_to_windows
 from spark_adapter.schema import WATERMARK
+from spark_adapter.windows import _ET_MS, _EVENTS, _WINDOW_START_MS, collapse_to_windows
 
 from .test_spark_event_time import S, run_collecting, scripted
 

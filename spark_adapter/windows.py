@@ -1,34 +1,22 @@
-"""Event-time helpers for a ``tidemark`` stream: ordering, late split, tumbling windows.
+"""Windows of a ``tidemark`` stream, per key: counted in Python, or by Spark's own aggregation.
 
-The chain: :func:`with_connector_watermark` first (Spark's watermark follows
-the connector's), then one of
+Both take a frame from :func:`~spark_adapter.watermark.with_connector_watermark`
+(Spark's watermark follows the connector's):
 
-- :func:`order_by_event_time` (and :func:`split_late`) or
-  :func:`tumbling_window_count`: ``applyInPandasWithState`` with
-  ``GroupStateTimeout.EventTimeTimeout``, per key in Python. Both keep their
+- :func:`tumbling_window_count`: ``applyInPandasWithState`` with
+  ``GroupStateTimeout.EventTimeTimeout``, per key in Python; keeps its
   promises in terms of Spark's watermark ``W`` of the micro-batch, the
-  highest connector watermark of the batches before. An event is *late*
-  when its event time is ``<= W`` when it arrives. Late events are never
-  dropped: they come out flagged.
+  highest connector watermark of the batches before. An event that arrives
+  when its window is over is counted in a row flagged ``late``: no event is
+  left uncounted.
 - :func:`window_count`: Spark's own ``groupBy(window(...)).count()`` in the
   JVM, no Python after the source; Spark drops late events and counts them
-  in its progress only.
-
-Why not ``transformWithStateInPandas`` (usable with PySpark 4.2+ and
-protobuf 6.33+; looked at on PySpark 4.3, not measured here): it keeps the
-same per-key Python work and puts the state in the JVM, so every state or
-timer call of the Python worker is a round trip over a local socket
-(protobuf messages); and Spark runs it only on the RocksDB state store
-(``STORE_BACKEND_NOT_SUPPORTED_FOR_TWS`` otherwise), a session-wide setting
-a library cannot make for its users and an existing checkpoint cannot
-change. Ordering would read more plainly with a list state and event-time
-timers, but not run faster; where speed matters :func:`window_count` takes
-Python out of the window altogether.
+  in its progress only. For any other aggregate, sliding or session
+  windows, write the plain Spark after :func:`~spark_adapter.watermark.event_time`.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -46,175 +34,15 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType, Ti
 from connector.errors import InvalidArgumentError
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.options import parse_interval_ms
-from spark_adapter.schema import (
-    EVENT_TIME,
-    KIND,
-    KIND_EVENT,
-    KIND_WATERMARK,
-    ROUTING_KEY,
-    WATERMARK,
-)
+from spark_adapter.schema import EVENT_TIME, LATE, ROUTING_KEY, WATERMARK, require_columns
+from spark_adapter.watermark import DELAY_KEY
 
-__all__ = [
-    "LATE",
-    "order_by_event_time",
-    "split_late",
-    "tumbling_window_count",
-    "window_count",
-    "with_connector_watermark",
-]
+__all__ = ["collapse_to_windows", "tumbling_window_count", "window_count"]
 
-#: The boolean column the helpers add: whether the row reports late events.
-LATE = "late"
 _ET_MS = "__tidemark_event_time_ms"
 #: The pre-aggregated columns of tumbling_window_count: a window's start (ms) and its events.
 _WINDOW_START_MS = "__tidemark_window_start_ms"
 _EVENTS = "__tidemark_events"
-#: The column metadata by which Spark knows a column carries the watermark (its delay in ms).
-_DELAY_KEY = "spark.watermarkDelayMs"
-
-
-def with_connector_watermark(df: DataFrame) -> DataFrame:
-    """Makes Spark's watermark follow the connector's ``watermark`` column; keeps event rows only.
-
-    ``df`` is a streaming ``tidemark`` read (columns ``kind`` and ``watermark``).
-    Spark's watermark after each micro-batch becomes the highest ``watermark``
-    seen (no further delay: the connector already subtracted
-    ``maxEventTimeLag``), including the ``watermark`` rows of batches without
-    events; the result holds only the ``event`` rows, with ``watermark`` null.
-
-    Why event rows lose their ``watermark``: a stateful operator downstream
-    (``applyInPandasWithState`` with an event-time timeout, an aggregation)
-    silently drops every input row whose watermarked column is at or below
-    Spark's watermark of the batch before. While the connector's watermark
-    stands still (an idle segment not yet ticked), consecutive batches carry
-    the same value, and their event rows were dropped (measured with pyspark
-    4.1.4: of five batches at one watermark, only the first one's event came
-    out). A null is never below anything; a batch whose watermark rose always
-    has a ``watermark`` row, so Spark's watermark moves exactly as before.
-
-    Why the filter looks odd: Spark's optimizer pushes a filter below
-    ``withWatermark`` when the filter does not read the watermark column, and
-    then the watermark rows never reach the watermark operator (measured with
-    pyspark 4.1: a plain ``kind = 'event'`` filter kept Spark's watermark at
-    the last event's). The filter here also reads ``watermark`` (a watermark
-    row always has one, so the second term is never true) and stays above.
-    """
-    _require(df, KIND, WATERMARK)
-    kind = F.col(KIND)
-    # Only watermark rows keep a value (see the docstring): event rows carry null.
-    marks = df.withColumn(WATERMARK, F.when(kind == KIND_WATERMARK, F.col(WATERMARK)))
-    keep_events = (kind == KIND_EVENT) | ((kind == KIND_WATERMARK) & F.col(WATERMARK).isNull())
-    return marks.withWatermark(WATERMARK, "0 seconds").where(keep_events)
-
-
-# --- ordering -----------------------------------------------------------------
-
-
-def order_by_event_time(df: DataFrame, key_col: str = ROUTING_KEY) -> DataFrame:
-    """Each key's events in event-time order, released as Spark's watermark passes them.
-
-    ``df`` comes from :func:`with_connector_watermark` (it must carry Spark's
-    watermark). The result has ``df``'s columns plus ``late`` (boolean), in
-    append mode. Per key, with ``W`` Spark's watermark of the micro-batch:
-
-    - an event with event time ``> W`` is held until ``W`` reaches its event
-      time, then emitted with ``late`` false; the events of a key emitted with
-      ``late`` false have non-decreasing event times (ties keep arrival order);
-    - an event with event time ``<= W`` on arrival, or with no event time, is
-      emitted at once with ``late`` true;
-    - nothing is dropped; held events live in Spark's state store (so in the
-      checkpoint) until released.
-
-    Raises:
-        InvalidArgumentError: when a needed column is missing or ``late`` exists.
-    """
-    _require(df, key_col, EVENT_TIME)
-    if LATE in df.columns:
-        msg = f"order_by_event_time adds column {LATE!r}, which {df.columns!r} has already"
-        raise InvalidArgumentError(msg)
-    output = StructType([*df.schema.fields, StructField(LATE, BooleanType(), False)])
-    staged = df.withColumn(_ET_MS, F.unix_millis(F.col(EVENT_TIME)))
-    return staged.groupBy(key_col).applyInPandasWithState(
-        _EventTimeOrderer(df.columns),
-        outputStructType=output,
-        stateStructType="held binary",
-        outputMode="append",
-        timeoutConf=GroupStateTimeout.EventTimeTimeout,
-    )
-
-
-def split_late(ordered: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``(on_time, late)``: the output of :func:`order_by_event_time` split on ``late``.
-
-    Both drop the ``late`` column. Each is a separate streaming plan: two
-    sinks run the ordering twice, in two queries; to run it once, write
-    ``ordered`` with ``foreachBatch`` and split each batch there.
-    """
-    _require(ordered, LATE)
-    late = F.col(LATE)
-    return ordered.where(~late).drop(LATE), ordered.where(late).drop(LATE)
-
-
-class _EventTimeOrderer:
-    """The per-key function of :func:`order_by_event_time`; held events are Arrow IPC bytes."""
-
-    def __init__(self, columns: list[str]):
-        self.columns = columns
-
-    def __call__(
-        self, key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: GroupState
-    ) -> Iterator[pd.DataFrame]:
-        watermark = state.getCurrentWatermarkMs()
-        held = _decode(state.get[0]) if state.exists else None
-        arrived = [batch for batch in batches if len(batch)]
-        frames = [frame for frame in (held, *arrived) if frame is not None and len(frame)]
-        pending = pd.concat(frames, ignore_index=True) if frames else None
-        if pending is None:
-            state.remove()
-            return
-        times = pending[_ET_MS]
-        fresh = pd.Series(
-            pending.index >= (len(held) if held is not None else 0), index=pending.index
-        )
-        # Held events were on time when they came, so only fresh ones can be late;
-        # fresh on-time ones are after the watermark, so only held ones can be due.
-        passed = is_late(times, watermark)  # at or below the watermark
-        late = fresh & (times.isna() | passed)
-        due = ~fresh & passed
-        keep = ~late & ~due
-        released = pending[due].sort_values(_ET_MS, kind="stable")
-        if len(released):
-            yield self._rows(released, late=False)
-        if late.any():
-            yield self._rows(pending[late], late=True)
-        kept = pending[keep]
-        if len(kept):
-            state.update((_encode(kept),))
-            state.setTimeoutTimestamp(max(1, int(kept[_ET_MS].min()) - 1))
-        else:
-            state.remove()
-
-    def _rows(self, frame: pd.DataFrame, late: bool) -> pd.DataFrame:
-        out = frame[self.columns].copy()
-        out[LATE] = late
-        return out
-
-
-def _encode(frame: pd.DataFrame) -> bytes:
-    import pyarrow as pa
-
-    table = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
-def _decode(data: bytes) -> pd.DataFrame:
-    import pyarrow as pa
-
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all().to_pandas()
 
 
 # --- windows ------------------------------------------------------------------
@@ -242,7 +70,7 @@ def tumbling_window_count(
     Raises:
         InvalidArgumentError: for a bad ``window`` or a missing column.
     """
-    _require(df, key_col, EVENT_TIME, WATERMARK)
+    require_columns(df, key_col, EVENT_TIME, WATERMARK)
     size = _window_ms(window)
     output = StructType(
         [
@@ -273,7 +101,7 @@ def tumbling_window_count(
     # mapInArrow drops the mark, so it goes back on (it holds null: see
     # with_connector_watermark for why nulls keep every row).
     marked = collapsed.withColumn(
-        WATERMARK, F.col(WATERMARK).alias(WATERMARK, metadata={_DELAY_KEY: 0})
+        WATERMARK, F.col(WATERMARK).alias(WATERMARK, metadata={DELAY_KEY: 0})
     )
     return marked.groupBy(key_col).applyInPandasWithState(
         _WindowCounter(size, key_col),
@@ -314,14 +142,9 @@ def window_count(df: DataFrame, window: str | timedelta, key_col: str = ROUTING_
     Raises:
         InvalidArgumentError: for a bad ``window`` or a missing column.
     """
-    _require(df, key_col, EVENT_TIME, WATERMARK)
+    require_columns(df, key_col, EVENT_TIME, WATERMARK)
     size = _window_ms(window)
-    # window() filters out rows with a null time; on event_time alone the optimizer pushes
-    # that filter below withWatermark, where it would drop the watermark rows too (their
-    # event_time is null) and Spark's watermark would never move. Reading `watermark` (null
-    # on every event row) keeps the filter above, as with_connector_watermark's own does.
-    time = F.coalesce(F.col(EVENT_TIME), F.col(WATERMARK))
-    marked = df.withColumn(EVENT_TIME, time.alias(EVENT_TIME, metadata={_DELAY_KEY: 0}))
+    marked = df.withColumn(EVENT_TIME, F.col(EVENT_TIME).alias(EVENT_TIME, metadata={DELAY_KEY: 0}))
     counts = marked.groupBy(F.window(EVENT_TIME, f"{size} milliseconds"), key_col).count()
     return counts.select(
         F.col(key_col),
@@ -447,10 +270,3 @@ class _WindowCounter:
 
 def _none_first(item: tuple[int | None, int]) -> tuple[bool, int]:
     return (item[0] is not None, item[0] or 0)
-
-
-def _require(df: DataFrame, *columns: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        msg = f"the DataFrame has no column {missing[0]!r}; it has {df.columns!r}"
-        raise InvalidArgumentError(msg)
