@@ -110,7 +110,10 @@ class ReadResult:
     ``event_time_watermark`` is the writers' (seed 002) after the data: no
     event at or beyond ``next_offset`` of a writer active there has an event
     time at or below it, as long as the writers keep their promises; None
-    when no active writer holds it.
+    when no active writer holds it. ``event_time_floor`` is the least of the
+    writers' event-time watermarks in force at the data's events (where it
+    starts, and wherever a writer joined below the others inside it); the one
+    at ``offset`` without data; None when none was held at any of them.
     """
 
     segment: str
@@ -121,6 +124,7 @@ class ReadResult:
     end_of_segment: bool
     successors: tuple[str, ...] = ()
     event_time_watermark: int | None = None
+    event_time_floor: int | None = None
 
 
 @dataclass(frozen=True)

@@ -475,6 +475,7 @@ class StoreClient:
             end_of_segment=response.end_of_segment,
             successors=tuple(response.successors),
             event_time_watermark=_event_time(response),
+            event_time_floor=_event_time(response, "event_time_floor"),
         )
 
     def plan_read(
@@ -627,9 +628,9 @@ def _stream(message: Any) -> StreamDescription:
     )
 
 
-def _event_time(message: Any) -> int | None:
-    """A message's writers' event-time watermark; None when absent (no active writer holds it)."""
-    return message.event_time_watermark if message.HasField("event_time_watermark") else None
+def _event_time(message: Any, field: str = "event_time_watermark") -> int | None:
+    """A message's event-time watermark ``field``; None when absent (no writer holds it)."""
+    return getattr(message, field) if message.HasField(field) else None
 
 
 def _state(message: Any) -> StateValue:

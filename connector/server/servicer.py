@@ -202,6 +202,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             end_of_segment=result.end_of_segment,
             successors=result.successors,
             event_time_watermark=result.event_time_watermark,
+            event_time_floor=result.event_time_floor,
         )
 
     async def _park(

@@ -75,6 +75,38 @@ def test_the_watermark_at_each_position_is_the_least_assertion_of_the_writers_ac
     assert info.event_time_watermark is None and info.writers == ()
 
 
+def test_a_read_carries_the_least_event_time_in_force_at_its_events(
+    store_client: StoreClient, clock: ManualClock
+) -> None:
+    (segment,) = _stream(store_client)
+    c = store_client
+    c.append(segment, "a", 0, [b"a0"])  # in force at a0: nobody
+    c.assert_watermark("sc", "st", "a", 0, 1_000)
+    c.append(segment, "a", 1, [b"a1"])  # 1000
+    c.append(segment, "a", 2, [b"a2"])  # 1000
+    c.assert_watermark("sc", "st", "b", 0, 400)  # b joins below a
+    c.append(segment, "b", 0, [b"b0"])  # 400
+    c.assert_watermark("sc", "st", "a", 1, 1_500)
+    c.assert_watermark("sc", "st", "b", 1, 2_000)
+    c.append(segment, "a", 3, [b"a3"])  # 1500
+    starts = [0] + [end for end, _ in event_times(c, segment)]
+
+    def floor(first: int, stop: int) -> int | None:
+        """The floor of a read of the events numbered ``first`` up to ``stop`` (excluded)."""
+        result = c.read(segment, starts[first], max_bytes=starts[stop] - starts[first])
+        assert result.next_offset == starts[stop]
+        return result.event_time_floor
+
+    assert floor(0, 1) is None  # nobody held it at a0
+    assert floor(0, 2) == 1_000
+    assert floor(1, 3) == 1_000
+    assert floor(0, 5) == floor(1, 4) == floor(3, 4) == 400  # b joined below a before b0
+    assert floor(4, 5) == 1_500
+    assert floor(3, 5) == 400
+    tail = c.read(segment, starts[5])
+    assert tail.event_time_floor == tail.event_time_watermark == 1_500
+
+
 def test_a_zero_length_tail_read_carries_the_event_time_and_a_waiting_read_wakes_on_an_assertion(
     store_client: StoreClient, clock: ManualClock
 ) -> None:
