@@ -364,12 +364,14 @@ class StoreClient:
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
         assertion: Assertion | None = None,
+        joining: Assertion | None = None,
     ) -> AppendResult:
         """Appends a batch; durable on return. Retried safely (the store deduplicates).
 
         ``routing_keys``, one per event (``""`` for none), are stored with the
         events. ``discarded_from`` announces a gap in the writer's numbers
         (see :meth:`SegmentStore.append`); ``assertion`` rides on the append
+        after its events, ``joining`` before them
         (:class:`~connector.model.Assertion`). The result says whether the request
         was sent more than once (``resent``): then its duplicates may be its own
         events, stored by a send whose answer was lost.
@@ -381,9 +383,8 @@ class StoreClient:
             events=events,
             routing_keys=routing_keys or (),
             discarded_from=discarded_from,
-            assertion=None
-            if assertion is None
-            else _pb.AppendAssertion(number=assertion.number, event_time=assertion.event_time),
+            assertion=_append_assertion(assertion),
+            joining=_append_assertion(joining),
         )
         resent = False
 
@@ -403,6 +404,9 @@ class StoreClient:
             else AssertionResult(
                 response.assertion_stored, tuple(response.assertion_segments), resent
             ),
+            None
+            if joining is None
+            else AssertionResult(response.joining_stored, tuple(response.joining_segments), resent),
         )
 
     def assert_watermark(
@@ -626,6 +630,13 @@ def _stream(message: Any) -> StreamDescription:
             for s in message.segments
         ),
     )
+
+
+def _append_assertion(assertion: Assertion | None) -> Any:
+    """An assertion riding on an append as the request carries it (None: none rides)."""
+    if assertion is None:
+        return None
+    return _pb.AppendAssertion(number=assertion.number, event_time=assertion.event_time)
 
 
 def _event_time(message: Any, field: str = "event_time_watermark") -> int | None:

@@ -201,6 +201,53 @@ def test_an_assertion_riding_on_an_append_follows_its_events_and_is_refused_with
     assert c.segment_info(first).write_offset == sealed
 
 
+def test_a_joining_assertion_comes_before_its_events_and_a_retry_joins_once(
+    store_server: StoreServer, store_client: StoreClient, clock: ManualClock
+) -> None:
+    first, second = _stream(store_client, segments=2)
+    c = store_client
+    c.assert_watermark("sc", "st", "other", 0, 5_000)  # another writer holds the stream
+    c.append(first, "other", 0, [b"o0"])
+    start = c.segment_info(first).write_offset
+    clock.advance(10)
+    result = c.append(
+        first, "w", 0, [b"w0", b"w1"], joining=Assertion(0, 1_000), assertion=Assertion(1, 2_000)
+    )
+    assert (result.appended, result.joining.stored, result.assertion.stored) == (2, True, True)
+    assert sorted(result.joining.segments) == [first, second]
+    # At the writer's events the watermark is its joining time: it joined before them.
+    read = c.read(first, start)
+    assert (read.event_time_floor, read.event_time_watermark) == (1_000, 2_000)
+    assert [w for _, w in event_times(c, first)] == [1_000, 1_000, 2_000]
+    assert c.segment_info(second).event_time_watermark == 2_000
+    # A temporal operation of its own: stamped on the segment's clock before the batch.
+    offsets, watermarks, _ = segment_inside(store_server, first).index_entries()
+    assert watermarks[offsets.index(start - 1)] + 1 < result.ingestion_time
+
+    def state() -> list[object]:
+        return [(c.segment_info(s), event_times(c, s)) for s in (first, second)]
+
+    before = state()
+    again = c.append(
+        first, "w", 0, [b"w0", b"w1"], joining=Assertion(0, 1_000), assertion=Assertion(1, 2_000)
+    )
+    assert (again.duplicates, again.joining.stored, again.assertion.stored) == (2, False, False)
+    assert state() == before
+    refused = [
+        (InvalidArgumentError, "2000", Assertion(2, 1_500), None),  # below its previous one
+        (InvalidArgumentError, "idle mark", Assertion(2, None), None),
+        (InvalidArgumentError, "numbered after", Assertion(3, 2_500), Assertion(2, 3_000)),
+        (InvalidArgumentError, "step back", Assertion(2, 2_500), Assertion(3, 2_400)),
+    ]
+    for error, match, joining, after in refused:
+        with pytest.raises(error, match=match):
+            c.append(first, "w", 2, [b"w2"], joining=joining, assertion=after)
+    # An append refused for its own reasons (a gap in the writer's numbers) joins nothing.
+    with pytest.raises(FailedPreconditionError, match="expected is 2"):
+        c.append(first, "w", 7, [b"w7"], joining=Assertion(2, 2_500))
+    assert state() == before
+
+
 def test_successors_start_with_the_writers_their_predecessors_had_at_the_seal(
     store_client: StoreClient, clock: ManualClock
 ) -> None:
