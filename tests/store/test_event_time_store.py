@@ -440,6 +440,44 @@ def test_event_writer_asserts_from_a_timestamp_assigner_with_an_out_of_orderness
     assert len(event_times(store_client, segment)) == 5
 
 
+def test_an_asserting_writer_joins_before_its_first_events_in_the_call_that_carries_them(
+    store_client: StoreClient, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segments = _stream(store_client, segments=2)
+    c = store_client
+    calls: list[str] = []
+    for name in ("append", "assert_watermark"):
+        method = getattr(c, name)
+
+        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
+            calls.append(_name)
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(c, name, counted)
+    config = WriterConfig(assert_watermarks_from="ts", max_out_of_orderness=100)
+    writer = EventWriter(c, "sc/st", JsonSerializer(), writer_id="w", config=config)
+    for k, ts in enumerate((1_000, 800, 950, 1_000)):  # events for both segments
+        writer.write_event({"ts": ts}, routing_key=str(k))
+    writer.flush()
+    assert calls == ["append", "append"]  # the join rode on the first, the assertion on the last
+    for segment in segments:  # the join came before every event: 800 - 100 - 1
+        assert c.read(segment, 0).event_time_floor == 699
+        assert [w for _, w in event_times(c, segment)][-1] == 899
+    calls.clear()
+    writer.write_event({"ts": 2_000}, routing_key="0")
+    writer.flush()
+    assert calls == ["append"]  # holding the watermark: nothing to join
+    writer.mark_idle()
+    ends = {s: c.segment_info(s).write_offset for s in segments}
+    calls.clear()
+    writer.write_event({"ts": 3_000}, routing_key="0")
+    writer.flush()  # idle: it joins again before its event, in the call that carries it
+    assert calls == ["append"]
+    (segment,) = [s for s in segments if c.segment_info(s).write_offset > ends[s]]
+    assert c.read(segment, ends[segment]).event_time_floor == 2_899
+    writer.close()
+
+
 def test_a_writer_on_a_sealed_stream_cannot_assert(
     store_client: StoreClient, clock: ManualClock
 ) -> None:
