@@ -47,6 +47,20 @@ def event_times(client: StoreClient, segment: str) -> list[tuple[int, int | None
     return seen
 
 
+def _counted_calls(client: StoreClient, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the client's appends and assertions from now on, in order (a live list)."""
+    calls: list[str] = []
+    for name in ("append", "assert_watermark"):
+        method = getattr(client, name)
+
+        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
+            calls.append(_name)
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, counted)
+    return calls
+
+
 def _index(server: StoreServer, segment: str) -> tuple[list[int], list[int | None]]:
     return segment_inside(server, segment).event_index_entries()
 
@@ -390,15 +404,7 @@ def test_event_writer_assertions_ride_on_its_last_append_and_go_alone_without_ev
     store_client: StoreClient, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     segments = _stream(store_client, segments=2)
-    calls: list[str] = []
-    for name in ("append", "assert_watermark"):
-        method = getattr(store_client, name)
-
-        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
-            calls.append(_name)
-            return _method(*args, **kwargs)
-
-        monkeypatch.setattr(store_client, name, counted)
+    calls = _counted_calls(store_client, monkeypatch)
     writer = EventWriter(store_client, "sc/st", JsonSerializer(), writer_id="w")
     for k in range(8):  # events for both segments
         writer.write_event({"ts": 10}, routing_key=str(k))
@@ -445,15 +451,7 @@ def test_an_asserting_writer_joins_before_its_first_events_in_the_call_that_carr
 ) -> None:
     segments = _stream(store_client, segments=2)
     c = store_client
-    calls: list[str] = []
-    for name in ("append", "assert_watermark"):
-        method = getattr(c, name)
-
-        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
-            calls.append(_name)
-            return _method(*args, **kwargs)
-
-        monkeypatch.setattr(c, name, counted)
+    calls = _counted_calls(c, monkeypatch)
     config = WriterConfig(assert_watermarks_from="ts", max_out_of_orderness=100)
     writer = EventWriter(c, "sc/st", JsonSerializer(), writer_id="w", config=config)
     for k, ts in enumerate((1_000, 800, 950, 1_000)):  # events for both segments
