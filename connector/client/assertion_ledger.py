@@ -186,9 +186,9 @@ class AssertionLedger:
         Due while the writer holds nobody back (it never asserted, or marked
         itself idle) and events were noted since: at the least of their
         times less the bound less 1 (every event within the bound of the
-        greatest is above it), never below what the writer promised (a
-        watermark never steps back) nor above ``ceiling`` (the assertion it
-        makes after them). Not while an assertion waits already: that one
+        greatest is above it; 0 at the least, as the store takes no time
+        below), never below what the writer promised (a watermark never
+        steps back) nor above ``ceiling`` (the assertion it makes after them). Not while an assertion waits already: that one
         is numbered first, and the store applies them in their numbers' order.
         """
         least = self._unjoined_least

@@ -278,10 +278,10 @@ class FileEngine:
             if riding is not None:  # refused before anything is staged
                 entry = self._catalog.stream(riding.scope, riding.stream)
                 riding.check(entry)
-            batch = plan(target)  # so is the batch
-            before = self._staged_riding(entry, riding and riding.before)
+            batch = plan(target)  # so is the batch (a gap, a seal)
+            before = self._staged_riding(entry, None if riding is None else riding.before)
             appended = self._stage_batch(target, batch)
-            after = self._staged_riding(entry, riding and riding.after)
+            after = self._staged_riding(entry, None if riding is None else riding.after)
 
             def published() -> AppendOutcome:  # in the order staged
                 joined = before()
