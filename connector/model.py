@@ -90,7 +90,8 @@ class AppendResult:
     client) says the request went out more than once because an answer was
     lost, so those may be this very batch, stored by an earlier send.
     ``assertion`` is the outcome of an assertion that rode on the append
-    (None when none did): durable with the events, as they are.
+    after its events, ``joining`` of one that rode before them (None when
+    none did): durable with the events, as they are.
     """
 
     write_offset: int
@@ -99,6 +100,7 @@ class AppendResult:
     duplicates: int
     resent: bool = False
     assertion: AssertionResult | None = None
+    joining: AssertionResult | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,10 @@ class ReadResult:
     ``event_time_watermark`` is the writers' (seed 002) after the data: no
     event at or beyond ``next_offset`` of a writer active there has an event
     time at or below it, as long as the writers keep their promises; None
-    when no active writer holds it.
+    when no active writer holds it. ``event_time_floor`` is the least of the
+    writers' event-time watermarks in force at the data's events (where it
+    starts, and wherever a writer joined below the others inside it); the one
+    at ``offset`` without data; None when none was held at any of them.
     """
 
     segment: str
@@ -121,6 +126,7 @@ class ReadResult:
     end_of_segment: bool
     successors: tuple[str, ...] = ()
     event_time_watermark: int | None = None
+    event_time_floor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -186,13 +192,16 @@ class Fence:
 class Assertion:
     """A writer's assertion riding on an append: ``event_time`` (None: idle), numbered ``number``.
 
-    The store applies it after the append's events, on every open segment
-    of the segment's stream, as :meth:`SegmentStore.assert_watermark` does,
-    in the same call: an assertion that rides costs no call (and, on the
-    file store, no commit) of its own. It is decided before anything is
-    stored: refused, it refuses the append with it, and an append refused
-    for its own reasons (a sealed segment, a gap) stores no assertion.
-    A retry of the call stores neither twice (both are numbered).
+    The store applies it after the append's events (or, given as the
+    append's ``joining`` assertion, before them: the writer joins the set
+    holding the event-time watermark before its events are stored), on
+    every open segment of the segment's stream, as
+    :meth:`SegmentStore.assert_watermark` does, in the same call: an
+    assertion that rides costs no call (and, on the file store, no commit)
+    of its own. It is decided before anything is stored: refused, it
+    refuses the append with it, and an append refused for its own reasons
+    (a sealed segment, a gap) stores no assertion. A retry of the call
+    stores nothing twice (events and assertions are numbered).
     """
 
     number: int

@@ -171,7 +171,7 @@ class StreamDescription(_message.Message):
     def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., epoch: _Optional[int] = ..., sealed: bool = ..., segments: _Optional[_Iterable[_Union[SegmentDescription, _Mapping]]] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("segment", "writer_id", "first_event_number", "events", "routing_keys", "discarded_from", "assertion")
+    __slots__ = ("segment", "writer_id", "first_event_number", "events", "routing_keys", "discarded_from", "assertion", "joining")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     WRITER_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_EVENT_NUMBER_FIELD_NUMBER: _ClassVar[int]
@@ -179,6 +179,7 @@ class AppendRequest(_message.Message):
     ROUTING_KEYS_FIELD_NUMBER: _ClassVar[int]
     DISCARDED_FROM_FIELD_NUMBER: _ClassVar[int]
     ASSERTION_FIELD_NUMBER: _ClassVar[int]
+    JOINING_FIELD_NUMBER: _ClassVar[int]
     segment: str
     writer_id: str
     first_event_number: int
@@ -186,7 +187,8 @@ class AppendRequest(_message.Message):
     routing_keys: _containers.RepeatedScalarFieldContainer[str]
     discarded_from: int
     assertion: AppendAssertion
-    def __init__(self, segment: _Optional[str] = ..., writer_id: _Optional[str] = ..., first_event_number: _Optional[int] = ..., events: _Optional[_Iterable[bytes]] = ..., routing_keys: _Optional[_Iterable[str]] = ..., discarded_from: _Optional[int] = ..., assertion: _Optional[_Union[AppendAssertion, _Mapping]] = ...) -> None: ...
+    joining: AppendAssertion
+    def __init__(self, segment: _Optional[str] = ..., writer_id: _Optional[str] = ..., first_event_number: _Optional[int] = ..., events: _Optional[_Iterable[bytes]] = ..., routing_keys: _Optional[_Iterable[str]] = ..., discarded_from: _Optional[int] = ..., assertion: _Optional[_Union[AppendAssertion, _Mapping]] = ..., joining: _Optional[_Union[AppendAssertion, _Mapping]] = ...) -> None: ...
 
 class AppendAssertion(_message.Message):
     __slots__ = ("number", "event_time")
@@ -197,20 +199,24 @@ class AppendAssertion(_message.Message):
     def __init__(self, number: _Optional[int] = ..., event_time: _Optional[int] = ...) -> None: ...
 
 class AppendResponse(_message.Message):
-    __slots__ = ("write_offset", "ingestion_time", "appended", "duplicates", "assertion_stored", "assertion_segments")
+    __slots__ = ("write_offset", "ingestion_time", "appended", "duplicates", "assertion_stored", "assertion_segments", "joining_stored", "joining_segments")
     WRITE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     INGESTION_TIME_FIELD_NUMBER: _ClassVar[int]
     APPENDED_FIELD_NUMBER: _ClassVar[int]
     DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     ASSERTION_STORED_FIELD_NUMBER: _ClassVar[int]
     ASSERTION_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOINING_STORED_FIELD_NUMBER: _ClassVar[int]
+    JOINING_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     write_offset: int
     ingestion_time: int
     appended: int
     duplicates: int
     assertion_stored: bool
     assertion_segments: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, write_offset: _Optional[int] = ..., ingestion_time: _Optional[int] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ..., assertion_stored: bool = ..., assertion_segments: _Optional[_Iterable[str]] = ...) -> None: ...
+    joining_stored: bool
+    joining_segments: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, write_offset: _Optional[int] = ..., ingestion_time: _Optional[int] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ..., assertion_stored: bool = ..., assertion_segments: _Optional[_Iterable[str]] = ..., joining_stored: bool = ..., joining_segments: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AssertWatermarkRequest(_message.Message):
     __slots__ = ("scope", "stream", "writer_id", "number", "event_time", "fences")
@@ -263,7 +269,7 @@ class ReadRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ..., known_watermark: _Optional[int] = ..., has_known_watermark: bool = ...) -> None: ...
 
 class ReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors", "event_time_watermark")
+    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors", "event_time_watermark", "event_time_floor")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -272,6 +278,7 @@ class ReadResponse(_message.Message):
     END_OF_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FLOOR_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     next_offset: int
@@ -280,7 +287,8 @@ class ReadResponse(_message.Message):
     end_of_segment: bool
     successors: _containers.RepeatedScalarFieldContainer[str]
     event_time_watermark: int
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ...) -> None: ...
+    event_time_floor: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., event_time_floor: _Optional[int] = ...) -> None: ...
 
 class SegmentInfoRequest(_message.Message):
     __slots__ = ("segment",)

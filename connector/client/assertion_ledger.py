@@ -12,14 +12,21 @@ the writer tells the ledger what it sent and what came back.
   (:attr:`~AssertionLedger.member`: an idle mark takes it out).
 - **What is due**: with event times taken from the events, Flink's bounded
   out-of-orderness watermark (:class:`BoundedOutOfOrderness`), when it
-  would change what the writer promised (:meth:`~AssertionLedger.due`).
-- **What rides on the next append**: one numbered assertion at a time
-  (:attr:`~AssertionLedger.riding`), on the last append of a flush or
-  alone. A number is never reused: an attempt whose fate is unknown may be
-  stored.
+  would change what the writer promised (:meth:`~AssertionLedger.due`);
+  and, while the writer holds nobody back (it never asserted, or marked
+  itself idle), a joining assertion before its next events: at the least
+  event time noted since, less the bound, less 1
+  (:meth:`~AssertionLedger.join_due`), so none of those events within the
+  bound is late because the writer was not in the set yet.
+- **What rides on the next append**: at most one numbered assertion after
+  the events (:attr:`~AssertionLedger.riding`, on the last append of a
+  flush or alone) and one before them (:attr:`~AssertionLedger.joining`,
+  on the next append, or alone first), numbered in the order the store
+  applies them. A number is never reused: an attempt whose fate is
+  unknown may be stored.
 - **What an answer or a refusal changes**: :meth:`~AssertionLedger.sending`
-  around the call that carries it, :meth:`~AssertionLedger.answered` with
-  the store's answer.
+  around the call that carries them, :meth:`~AssertionLedger.answered` and
+  :meth:`~AssertionLedger.joined` with the store's answers.
 """
 
 from __future__ import annotations
@@ -84,6 +91,18 @@ class _Riding:
     sent: bool = False
 
 
+def _sent(waiting: _Riding | None, carried: tuple[Assertion | None, ...]) -> _Riding | None:
+    """``waiting``, marked sent if the call carried it."""
+    if waiting is None or waiting.assertion not in carried:
+        return waiting
+    return replace(waiting, sent=True)
+
+
+def _dropped(waiting: _Riding | None, carried: tuple[Assertion | None, ...]) -> _Riding | None:
+    """``waiting``, unless the call (refused) carried it."""
+    return None if waiting is not None and waiting.assertion in carried else waiting
+
+
 class AssertionLedger:
     """One writer's assertions; see the module.
 
@@ -98,6 +117,9 @@ class AssertionLedger:
         self._numbers = itertools.count(numbers_from)
         self._watermarks = BoundedOutOfOrderness(bound_ms)
         self._riding: _Riding | None = None
+        self._joining: _Riding | None = None
+        # The least event time noted while the writer held nobody back: what a join covers.
+        self._unjoined_least: int | None = None
         self._last_answer: AssertionResult | None = None
         self._asserted: int | None = None
         self._promised: int | None = None
@@ -140,6 +162,9 @@ class AssertionLedger:
         if self._promised is not None and event_time <= self._promised:
             self.late_events += 1
         self._watermarks.on_event(event_time)
+        if not self._member:
+            least = self._unjoined_least
+            self._unjoined_least = event_time if least is None else min(least, event_time)
 
     def due(self) -> int | None:
         """The watermark of the events noted, when asserting it would change anything.
@@ -155,50 +180,101 @@ class AssertionLedger:
             return candidate
         return None
 
+    def join_due(self, ceiling: int | None = None) -> None:
+        """Numbers a joining assertion to go before the writer's next events, when one is due.
+
+        Due while the writer holds nobody back (it never asserted, or marked
+        itself idle) and events were noted since: at the least of their
+        times less the bound less 1 (every event within the bound of the
+        greatest is above it; 0 at the least, as the store takes no time
+        below), never below what the writer promised (a watermark never
+        steps back) nor above ``ceiling`` (the assertion it makes after them). Not while an assertion waits already: that one
+        is numbered first, and the store applies them in their numbers' order.
+        """
+        least = self._unjoined_least
+        if self._member or least is None or self._joining is not None or self._riding is not None:
+            return
+        join = max(bounded_out_of_orderness(least, self._watermarks.bound_ms), 0)
+        if self._promised is not None:
+            join = max(join, self._promised)
+        if ceiling is not None:
+            join = min(join, ceiling)
+        self._joining = _Riding(Assertion(next(self._numbers), join))
+        self._asserted = join
+
     # --- what rides on the next append --------------------------------------------
 
     @property
     def riding(self) -> Assertion | None:
-        """The assertion the next append carries (or that goes alone), if one waits."""
+        """The assertion the next append carries after its events (or that goes alone), if any."""
         return None if self._riding is None else self._riding.assertion
+
+    @property
+    def joining(self) -> Assertion | None:
+        """The assertion the next append carries before its events (or that goes alone), if any."""
+        return None if self._joining is None else self._joining.assertion
+
+    @property
+    def holding(self) -> bool:
+        """Whether the writer holds the watermark, or will once what waits or is due was sent.
+
+        A writer closing then marks itself idle.
+        """
+        return (
+            self._member
+            or self._riding is not None
+            or self._joining is not None
+            or self._unjoined_least is not None
+        )
 
     def ride(self, event_time: int | None) -> None:
         """Numbers an assertion of ``event_time`` (None: an idle mark) to send next.
 
-        It supersedes one still waiting (whose number is not reused).
+        It supersedes one still waiting (whose number is not reused); a
+        joining assertion due before the events goes first (:meth:`join_due`).
         """
+        self._riding = None
+        self.join_due(ceiling=event_time)
         self._riding = _Riding(Assertion(next(self._numbers), event_time))
         self._last_answer = None
         if event_time is not None:
             self._asserted = event_time
 
     def ride_due(self) -> None:
-        """Numbers the :meth:`due` assertion, unless one waits already (it goes first)."""
+        """Numbers the due joining assertion, then the :meth:`due` one after the events.
+
+        Unless one waits already (it goes first), or the joining one says as much.
+        """
+        self.join_due()
         due = self.due()
-        if due is not None and self._riding is None:
+        if due is None or self._riding is not None:
+            return
+        joining = self.joining
+        if joining is None or joining.event_time is None or due > joining.event_time:
             self.ride(due)
 
     # --- what an answer or a refusal changes ---------------------------------------
 
     @contextmanager
-    def sending(self, assertion: Assertion | None) -> Iterator[None]:
-        """Around a call that carries ``assertion`` (None: one that carries none).
+    def sending(self, *assertions: Assertion | None) -> Iterator[None]:
+        """Around a call that carries ``assertions`` (None, or none: one that carries none).
 
-        A lost answer (:class:`StoreUnavailableError`) leaves it waiting,
-        marked sent: it goes again with its number, and a duplicate answer
-        is then its own. A refusal (any other :class:`TidemarkError`) drops
-        it: nothing was stored. A sealed segment refuses an append for its
-        own reasons before deciding the assertion, which waits for the next.
+        A lost answer (:class:`StoreUnavailableError`) leaves them waiting,
+        marked sent: they go again with their numbers, and a duplicate answer
+        is then their own. A refusal (any other :class:`TidemarkError`) drops
+        them: nothing was stored. A sealed segment refuses an append for its
+        own reasons before deciding the assertions, which wait for the next.
         """
         try:
             yield
         except StoreUnavailableError:
-            if assertion is not None and self._riding is not None:
-                self._riding = replace(self._riding, sent=True)
+            self._riding = _sent(self._riding, assertions)
+            self._joining = _sent(self._joining, assertions)
             raise
         except TidemarkError as error:
-            if assertion is not None and not isinstance(error, SegmentSealedError):
-                self._riding = None
+            if not isinstance(error, SegmentSealedError):
+                self._riding = _dropped(self._riding, assertions)
+                self._joining = _dropped(self._joining, assertions)
             raise
 
     def answered(self, result: AssertionResult) -> AssertionResult:
@@ -213,13 +289,28 @@ class AssertionLedger:
         assert riding is not None, "an answer to no assertion"
         self._riding = None
         self._last_answer = result
-        event_time = riding.assertion.event_time
+        return self._took(riding, result)
+
+    def joined(self, result: AssertionResult) -> AssertionResult:
+        """Notes the store's answer to the joining assertion (before events, or alone); returns it.
+
+        Raises:
+            FailedPreconditionError: as :meth:`answered`.
+        """
+        joining = self._joining
+        assert joining is not None, "an answer to no joining assertion"
+        self._joining = None
+        return self._took(joining, result)
+
+    def _took(self, waited: _Riding, result: AssertionResult) -> AssertionResult:
+        """What the answer to ``waited`` changes: where the writer stands, what it promised."""
+        event_time = waited.assertion.event_time
         if result.stored:
             self._placed = True
-        elif not (result.resent or riding.sent) and self._placed:
+        elif not (result.resent or waited.sent) and self._placed:
             what = "idle mark" if event_time is None else f"assertion of {event_time}"
             msg = (
-                f"the store took {what} number {riding.assertion.number} of {self._writer} "
+                f"the store took {what} number {waited.assertion.number} of {self._writer} "
                 "as a duplicate, but this writer never sent it before: another writer is "
                 "using its id"
             )
@@ -227,6 +318,7 @@ class AssertionLedger:
         self._member = event_time is not None
         if event_time is not None:
             self._promised = event_time
+            self._unjoined_least = None
         return result
 
     def answer(self) -> AssertionResult:
@@ -237,5 +329,6 @@ class AssertionLedger:
     def __repr__(self) -> str:
         return (
             f"AssertionLedger({self._writer}, asserted={self._asserted}, "
-            f"promised={self._promised}, member={self._member}, riding={self.riding})"
+            f"promised={self._promised}, member={self._member}, joining={self.joining}, "
+            f"riding={self.riding})"
         )

@@ -142,10 +142,19 @@ class SegmentBatches:
         """Whether an assertion may ride on the append of ``segment``'s batch, just taken.
 
         Only on a flush's last append, and only when no other segment has a
-        gap to fence (an assertion sent alone carries the fences; this
-        append's own gap announcement fences its segment first).
+        gap to fence (:meth:`gaps_only_in`).
         """
-        return not self._queued and all(s == segment for s in self._discarded_from)
+        return not self._queued and self.gaps_only_in(segment)
+
+    def gaps_only_in(self, segment: str) -> bool:
+        """Whether no segment but ``segment`` has a gap to fence.
+
+        Only then may an assertion ride on ``segment``'s append: one sent
+        alone carries the fences, and this append's own gap announcement
+        fences its segment first, so no late copy of a discarded batch can
+        be stored after the assertion.
+        """
+        return all(s == segment for s in self._discarded_from)
 
     def fences(self) -> dict[str, Fence]:
         """The gaps an assertion sent alone fences, by segment."""

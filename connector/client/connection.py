@@ -364,12 +364,14 @@ class StoreClient:
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
         assertion: Assertion | None = None,
+        joining: Assertion | None = None,
     ) -> AppendResult:
         """Appends a batch; durable on return. Retried safely (the store deduplicates).
 
         ``routing_keys``, one per event (``""`` for none), are stored with the
         events. ``discarded_from`` announces a gap in the writer's numbers
         (see :meth:`SegmentStore.append`); ``assertion`` rides on the append
+        after its events, ``joining`` before them
         (:class:`~connector.model.Assertion`). The result says whether the request
         was sent more than once (``resent``): then its duplicates may be its own
         events, stored by a send whose answer was lost.
@@ -381,9 +383,8 @@ class StoreClient:
             events=events,
             routing_keys=routing_keys or (),
             discarded_from=discarded_from,
-            assertion=None
-            if assertion is None
-            else _pb.AppendAssertion(number=assertion.number, event_time=assertion.event_time),
+            assertion=_append_assertion(assertion),
+            joining=_append_assertion(joining),
         )
         resent = False
 
@@ -403,6 +404,9 @@ class StoreClient:
             else AssertionResult(
                 response.assertion_stored, tuple(response.assertion_segments), resent
             ),
+            None
+            if joining is None
+            else AssertionResult(response.joining_stored, tuple(response.joining_segments), resent),
         )
 
     def assert_watermark(
@@ -475,6 +479,7 @@ class StoreClient:
             end_of_segment=response.end_of_segment,
             successors=tuple(response.successors),
             event_time_watermark=_event_time(response),
+            event_time_floor=_event_time(response, "event_time_floor"),
         )
 
     def plan_read(
@@ -627,9 +632,16 @@ def _stream(message: Any) -> StreamDescription:
     )
 
 
-def _event_time(message: Any) -> int | None:
-    """A message's writers' event-time watermark; None when absent (no active writer holds it)."""
-    return message.event_time_watermark if message.HasField("event_time_watermark") else None
+def _append_assertion(assertion: Assertion | None) -> Any:
+    """An assertion riding on an append as the request carries it (None: none rides)."""
+    if assertion is None:
+        return None
+    return _pb.AppendAssertion(number=assertion.number, event_time=assertion.event_time)
+
+
+def _event_time(message: Any, field: str = "event_time_watermark") -> int | None:
+    """A message's event-time watermark ``field``; None when absent (no writer holds it)."""
+    return getattr(message, field) if message.HasField(field) else None
 
 
 def _state(message: Any) -> StateValue:

@@ -30,7 +30,7 @@ from connector.errors import (
     StoreUnavailableError,
     TidemarkError,
 )
-from connector.model import AssertionResult, SegmentDescription
+from connector.model import Assertion, AssertionResult, SegmentDescription
 from connector.names import StreamId
 from connector.timestamps import (
     FieldTimestampAssigner,
@@ -56,7 +56,12 @@ class WriterConfig:
             :meth:`EventWriter.flush` the writer asserts the least event time
             it still accepts, minus one: the greatest event time written
             less ``max_out_of_orderness_ms`` (Flink's bounded
-            out-of-orderness), less one.
+            out-of-orderness), less one. While it holds nobody back (before
+            its first assertion, or after :meth:`EventWriter.mark_idle`), it
+            first joins before its next events, in the call that carries
+            them: at the least event time among them less the bound, less
+            one, so none of them within the bound is late because the
+            writer was not holding the watermark yet.
         max_out_of_orderness_ms: how far behind the latest event time written
             a later event may still be (ms, or a timedelta).
     """
@@ -125,8 +130,14 @@ class EventWriter(Generic[T]):
     of this writer has an event time above a time, on every open segment of
     the stream (the store takes, at each position, the least assertion of
     the writers active there); :meth:`mark_idle` takes the writer out of
-    that set until it asserts again; :meth:`close` marks it idle. Assertions
-    are numbered like events: a retried one is stored once; an old id replays them.
+    that set until it asserts again; :meth:`close` marks it idle. A writer
+    holds the watermark back only from its first assertion on: events it
+    writes before then, or while idle, come after whatever the others
+    asserted, and a reader whose watermark passed their times flags them
+    late. With ``assert_watermarks_from`` the writer joins before such
+    events by itself (see :class:`WriterConfig`); asserting by hand, call
+    :meth:`note_time` below their times before writing them. Assertions are
+    numbered like events: a retried one is stored once; an old id replays them.
 
     ``numbers_from`` makes a new incarnation of a writer id instead of a
     replay: its events and assertions are numbered from there (above any
@@ -181,8 +192,9 @@ class EventWriter(Generic[T]):
         segment since the previous flush (epoch ms, by segment name): once a
         segment's watermark passes that time, readers have seen those events.
         With ``assert_watermarks_from``, the assertion due after the flush
-        rides on its last append (or goes alone when nothing was queued), and
-        an assertion whose send failed earlier goes again with its number.
+        rides on its last append (or goes alone when nothing was queued), a
+        due join rides on its first append, before the events, and an
+        assertion whose send failed earlier goes again with its number.
 
         Raises:
             DuplicateEventNumbersError: the store skipped events of a batch as
@@ -265,7 +277,7 @@ class EventWriter(Generic[T]):
         Closing twice is harmless.
         """
         if not self._closed:
-            if self._ledger.member:
+            if self._ledger.holding:
                 self._flush_asserting(None)
             else:
                 self.flush()
@@ -298,31 +310,54 @@ class EventWriter(Generic[T]):
         return self._ledger.answer()
 
     def _send_all(self) -> None:
-        """Sends every queued batch; then an assertion that found none to ride on."""
+        """Sends every queued batch; then the assertions that found none to ride on."""
         while (segment := self._batches.next_segment()) is not None:
             self._send(segment)
+        joining = self._ledger.joining
+        if joining is not None:
+            self._ledger.joined(self._assert_alone(joining))
         riding = self._ledger.riding
-        if riding is None:
-            return
+        if riding is not None:
+            self._ledger.answered(self._assert_alone(riding))
+
+    def _assert_alone(self, assertion: Assertion) -> AssertionResult:
+        """Sends ``assertion`` in a call of its own, with the fences of the gaps left open."""
         fences = self._batches.fences()
         scope, name = self.stream.scope, self.stream.stream
-        with self._ledger.sending(riding):
+        with self._ledger.sending(assertion):
             result = self._client.assert_watermark(
-                scope, name, self.writer_id, riding.number, riding.event_time, fences
+                scope, name, self.writer_id, assertion.number, assertion.event_time, fences
             )
         if result.stored:
             self._batches.fenced(fences)
-        self._ledger.answered(result)
+        return result
 
     def _send(self, segment: str) -> None:
-        """Appends ``segment``'s batch, carrying the assertion when it is the last."""
+        """Appends ``segment``'s batch: after a due joining assertion, before the last one.
+
+        A writer that holds nobody back joins before its events (see
+        :meth:`AssertionLedger.join_due`), on this append, or alone first
+        when another segment has a gap to fence.
+        """
+        self._ledger.join_due()
+        joining = self._ledger.joining
+        if joining is not None and not self._batches.gaps_only_in(segment):
+            self._ledger.joined(self._assert_alone(joining))
+            joining = None
         batch = self._batches.take(segment)
         first, gap = self._batches.first_number(segment), self._batches.announced(segment)
         riding = self._ledger.riding if self._batches.may_carry_assertion(segment) else None
         try:
-            with self._ledger.sending(riding):
+            with self._ledger.sending(joining, riding):
                 result = self._client.append(
-                    segment, self.writer_id, first, batch.events, batch.routing_keys, gap, riding
+                    segment,
+                    self.writer_id,
+                    first,
+                    batch.events,
+                    batch.routing_keys,
+                    gap,
+                    riding,
+                    joining,
                 )
         except SegmentSealedError:
             # Refused whole, and a sealed segment takes nothing later: no copy can be stored.
@@ -339,6 +374,8 @@ class EventWriter(Generic[T]):
             )
             raise type(error)(msg) from error
         unexplained = self._batches.stored(segment, first, batch, result)
+        if joining is not None and result.joining is not None:
+            self._ledger.joined(result.joining)
         if riding is not None and result.assertion is not None:
             self._ledger.answered(result.assertion)
         if unexplained is not None:

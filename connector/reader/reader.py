@@ -51,8 +51,10 @@ class _SegmentInput:
 
     The writers' event time is known where a read ends (the store says
     what holds after its data); between the events of one read the least of
-    it and the one the read started at counts, so a writer that joined
-    within the read holds the group back from its first event on.
+    it, the one the read started at and the least in force at any of its
+    events (the store's floor) counts, so a writer that joined within the
+    read, before its events or after them, holds the group back from the
+    read's first event on.
     """
 
     def __init__(
@@ -87,7 +89,11 @@ class _SegmentInput:
         self.fetch_offset = result.next_offset
         self.buffer_watermark = max(self.buffer_watermark, result.watermark)
         self.buffer_event_time = writers_event_time(result.event_time_watermark)
-        self.inside_event_time = least_event_time(self.consumed_event_time, self.buffer_event_time)
+        self.inside_event_time = least_event_time(
+            self.consumed_event_time,
+            writers_event_time(result.event_time_floor),
+            self.buffer_event_time,
+        )
         self.end_of_segment = result.end_of_segment
         self.successors = result.successors
         if not self.frames:

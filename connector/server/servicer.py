@@ -46,11 +46,11 @@ def _nothing_to_answer_yet(result: ReadResult, known_watermark: int) -> bool:
     return not result.data and not result.end_of_segment and result.watermark <= known_watermark
 
 
-def _riding(request: Any) -> Assertion | None:
-    """The assertion riding on an append request, if any."""
-    if not request.HasField("assertion"):
+def _riding(request: Any, field: str = "assertion") -> Assertion | None:
+    """The assertion riding on an append request in ``field``, if any."""
+    if not request.HasField(field):
         return None
-    riding = request.assertion
+    riding = getattr(request, field)
     event_time = riding.event_time if riding.HasField("event_time") else None
     return Assertion(riding.number, event_time)
 
@@ -156,6 +156,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
                 request.routing_keys,
                 request.discarded_from if request.HasField("discarded_from") else None,
                 _riding(request),
+                _riding(request, "joining"),
             )
         self._metrics.appended(request.segment, request.events[result.duplicates :])
         return _pb.AppendResponse(
@@ -165,6 +166,8 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             duplicates=result.duplicates,
             assertion_stored=result.assertion is not None and result.assertion.stored,
             assertion_segments=() if result.assertion is None else result.assertion.segments,
+            joining_stored=result.joining is not None and result.joining.stored,
+            joining_segments=() if result.joining is None else result.joining.segments,
         )
 
     async def AssertWatermark(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
@@ -202,6 +205,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             end_of_segment=result.end_of_segment,
             successors=result.successors,
             event_time_watermark=result.event_time_watermark,
+            event_time_floor=result.event_time_floor,
         )
 
     async def _park(

@@ -43,6 +43,7 @@ from connector.store.records import Record, StreamCreated, StreamTruncated
 from connector.store.streams import StreamEntry
 
 __all__ = [
+    "AppendOutcome",
     "Batch",
     "Creation",
     "Decide",
@@ -86,17 +87,32 @@ PlanBatch = Callable[[S], Batch]
 
 @dataclass(frozen=True)
 class Riding(Generic[S]):
-    """A change of a stream that rides on an append (a writer's assertion).
+    """Changes of a stream that ride on an append: a writer's assertions around its events.
 
-    ``check`` refuses it as ``decide`` would and changes nothing: it runs
-    before the append is stored, so a refused one stores nothing of the call.
-    ``decide`` runs once the append is staged, so the change follows its events.
+    ``check`` refuses them as deciding would and changes nothing: it runs
+    before anything of the call is stored, so a refused one stores nothing
+    of it. ``before`` is decided before the batch is staged, so its change
+    precedes the events (a writer joining before them); ``after`` once the
+    batch is staged, so its change follows them. Either may be None.
     """
 
     scope: str
     stream: str
     check: Callable[[StreamEntry[S]], object]
-    decide: Decide[S]
+    before: Decide[S] | None = None
+    after: Decide[S] | None = None
+
+
+class AppendOutcome(NamedTuple):
+    """What an append stored: the batch's result and the records of the changes riding on it.
+
+    ``before`` and ``after`` are None where no change rode there, or where
+    the one that rode was found stored already (a retry).
+    """
+
+    result: AppendResult
+    before: Record | None = None
+    after: Record | None = None
 
 
 class Creation(enum.Enum):
@@ -215,8 +231,12 @@ class Engine(Protocol[S]):
 
     def append(
         self, target: S, plan: PlanBatch[S], riding: Riding[S] | None = None
-    ) -> tuple[AppendResult, Record | None]:
-        """Stores the batch ``plan`` decides, then the change riding on it; durable on return."""
+    ) -> AppendOutcome:
+        """Stores the change riding before the batch, the batch ``plan`` decides, the one after.
+
+        In that order, durable on return. A refusal of ``riding.check`` or of
+        ``plan`` comes before anything is stored.
+        """
         ...
 
     def tick(self, now_ms: int, due: Callable[[S], bool]) -> int:

@@ -53,6 +53,20 @@ class EventTimeIndex:
         """The watermark once the data before ``end_offset`` is consumed."""
         return self._times[bisect_right(self._offsets, end_offset - 1) - 1]
 
+    def least_within(self, start_offset: int, end_offset: int) -> int | None:
+        """The least watermark in force at an event of ``[start_offset, end_offset)``.
+
+        The one at ``start_offset`` and every one recorded inside (a writer
+        joining below the others lowers it there); None only when none of
+        them is held. Without data (``end_offset <= start_offset``), the
+        one at ``start_offset``.
+        """
+        first = bisect_right(self._offsets, start_offset - 1) - 1
+        # An entry at o holds from o + 1: those before end_offset - 1 reach an event inside.
+        last = max(first + 1, bisect_right(self._offsets, end_offset - 2))
+        held = [t for t in self._times[first:last] if t is not None]
+        return min(held) if held else None
+
     @property
     def latest(self) -> int | None:
         """The watermark at the tail."""

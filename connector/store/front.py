@@ -49,7 +49,7 @@ from connector.model import (
 from connector.names import SegmentId, validate_name
 from connector.store.assertions import assertion_is_new, assertion_record, timeout_record
 from connector.store.config import StorageConfig, StoreObserver
-from connector.store.engine import Batch, Creation, Engine, Riding, Stored
+from connector.store.engine import Batch, Creation, Decide, Engine, Riding, Stored
 from connector.store.published import PublishedSegment
 from connector.store.reading import TailReaders, plan
 from connector.store.records import (
@@ -63,6 +63,7 @@ from connector.store.requests import (
     check_append,
     check_assertion,
     check_cut,
+    check_joining,
     check_max_bytes,
     check_plan_limits,
     check_scope_empty,
@@ -234,8 +235,9 @@ class StoreFront(Generic[S]):
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
         assertion: Assertion | None = None,
+        joining: Assertion | None = None,
     ) -> AppendResult:
-        """Appends ``events`` and the assertion riding on them (see :meth:`Storage.append`)."""
+        """Appends ``events`` and the assertions riding on them (see :meth:`Storage.append`)."""
         target = self.engine.segment(segment)
         check_append(
             segment,
@@ -252,21 +254,48 @@ class StoreFront(Generic[S]):
                 target, writer_id, first_event_number, events, routing_keys, discarded_from
             )
 
-        if assertion is None:
-            result, _ = self.engine.append(target, plan_batch)
-            return result
+        if assertion is None and joining is None:
+            return self.engine.append(target, plan_batch).result
         parsed = SegmentId.parse(segment)
-        number, event_time = assertion.number, assertion.event_time
-        check_assertion(parsed.scope, parsed.stream, writer_id, number, event_time, {})
-        riding: Riding[S] = Riding(
-            parsed.scope,
-            parsed.stream,
-            check=lambda entry: assertion_is_new(entry, writer_id, number, event_time),
-            decide=self._assertion(writer_id, number, event_time, {}),
+        scope, stream = parsed.scope, parsed.stream
+        riding = self._riding(scope, stream, writer_id, joining, assertion)
+        outcome = self.engine.append(target, plan_batch, riding)
+        return replace(
+            outcome.result,
+            assertion=None if assertion is None else self._asserted(scope, stream, outcome.after),
+            joining=None if joining is None else self._asserted(scope, stream, outcome.before),
         )
-        result, record = self.engine.append(target, plan_batch, riding)
-        asserted = self._asserted(parsed.scope, parsed.stream, record)
-        return replace(result, assertion=asserted)
+
+    def _riding(
+        self,
+        scope: str,
+        stream: str,
+        writer_id: str,
+        joining: Assertion | None,
+        assertion: Assertion | None,
+    ) -> Riding[S]:
+        """A writer's assertions on an append: ``joining`` before its events, ``assertion`` after.
+
+        Both are checked before anything of the call is stored, the one after
+        against the writer's mark before the call (``check_joining`` already
+        refused one below ``joining``).
+        """
+        given = [a for a in (joining, assertion) if a is not None]
+        for riding in given:
+            check_assertion(scope, stream, writer_id, riding.number, riding.event_time, {})
+        if joining is not None:
+            check_joining(joining, assertion)
+
+        def check(entry: StreamEntry[S]) -> None:
+            for riding in given:
+                assertion_is_new(entry, writer_id, riding.number, riding.event_time)
+
+        def decided(riding: Assertion | None) -> Decide[S] | None:
+            if riding is None:
+                return None
+            return self._assertion(writer_id, riding.number, riding.event_time, {})
+
+        return Riding(scope, stream, check, before=decided(joining), after=decided(assertion))
 
     def assert_watermark(
         self,

@@ -315,6 +315,20 @@ class PublishedSegment:
                 self._event_index.time_after(end_offset),
             )
 
+    def watermarks_over(self, start: int, end: int) -> tuple[int, int | None, int | None]:
+        """What a read of ``[start, end)`` carries, from one published state.
+
+        The ingestion and event-time watermarks after it (as
+        :meth:`watermarks_after`), and the least event-time watermark in
+        force at any of its events (:meth:`EventTimeIndex.least_within`).
+        """
+        with self._changed:
+            return (
+                self._index.watermark_after(end),
+                self._event_index.time_after(end),
+                self._event_index.least_within(start, end),
+            )
+
     def event_index_entries(self) -> tuple[list[int], list[int | None]]:
         """The event-time index's offsets and times (copies)."""
         with self._changed:

@@ -67,7 +67,7 @@ class TailReaders:
             stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
             data = target.read_bytes(offset, stop)
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
-        watermark, event_time = target.watermarks_after(stop)
+        watermark, event_time, floor = target.watermarks_over(offset, stop)
         return ReadResult(
             segment=target.name,
             offset=offset,
@@ -77,6 +77,7 @@ class TailReaders:
             end_of_segment=end_of_segment,
             successors=target.successors if end_of_segment else (),
             event_time_watermark=event_time,
+            event_time_floor=floor,
         )
 
     def watch(

@@ -21,7 +21,7 @@ from connector.errors import (
     quoted,
 )
 from connector.framing import MAX_ROUTING_KEY_BYTES
-from connector.model import Fence
+from connector.model import Assertion, Fence
 from connector.names import state_key_scope, validate_name
 from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE
 
@@ -30,6 +30,7 @@ __all__ = [
     "check_append",
     "check_assertion",
     "check_cut",
+    "check_joining",
     "check_max_bytes",
     "check_plan_limits",
     "check_scope_empty",
@@ -122,6 +123,34 @@ def check_assertion(
     for segment, fence in fences.items():
         name = f"next_event_number of fence {segment!r}"
         _check_numbers(name, fence.next_event_number, fence.discarded_from)
+
+
+def check_joining(joining: Assertion, after: Assertion | None) -> None:
+    """Refuses a joining assertion (before an append's events) that is no time, or not first.
+
+    ``after`` is the assertion riding after the same events, if any: it
+    must be numbered after ``joining`` and not fall below it.
+
+    Raises:
+        InvalidArgumentError: naming the values.
+    """
+    if joining.event_time is None:
+        msg = f"a joining assertion asserts an event time; number {joining.number} is an idle mark"
+        raise InvalidArgumentError(msg)
+    if after is None:
+        return
+    if after.number <= joining.number:
+        msg = (
+            f"the assertion after the events (number {after.number}) must be numbered after "
+            f"the joining one before them (number {joining.number})"
+        )
+        raise InvalidArgumentError(msg)
+    if after.event_time is not None and after.event_time < joining.event_time:
+        msg = (
+            f"the assertion after the events ({after.event_time}) would step back below "
+            f"the joining one before them ({joining.event_time})"
+        )
+        raise InvalidArgumentError(msg)
 
 
 def _check_writer_id(writer_id: str) -> None:

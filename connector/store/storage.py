@@ -159,6 +159,7 @@ class Storage(Protocol):
         routing_keys: Sequence[str] | None = None,
         discarded_from: int | None = None,
         assertion: Assertion | None = None,
+        joining: Assertion | None = None,
     ) -> AppendResult:
         """Appends ``events`` and returns once they are durable.
 
@@ -176,16 +177,23 @@ class Storage(Protocol):
         ``assertion`` rides on the append: decided before anything is stored
         (refused, nothing of the call is stored), applied after its events, as
         :meth:`assert_watermark` applies one, and durable with them when the
-        call returns.
+        call returns. ``joining`` rides the same way but is applied before the
+        events: the writer joins the set holding the event-time watermark (or
+        moves in it) before they are stored, so at their positions it holds
+        the watermark at ``joining``'s time at most. It asserts a time (never
+        an idle mark), and with ``assertion`` is numbered before it and not
+        above it. Both are numbered in the writer's sequence: a retry of the
+        call finds them stored (duplicates) and joins nothing twice.
 
         Raises:
             NotFoundError: there is no such segment.
             SegmentSealedError: the segment is sealed (its successors are named).
             FailedPreconditionError: ``first_event_number`` leaves a gap not
-                announced by ``discarded_from``; the riding assertion's stream
+                announced by ``discarded_from``; the riding assertions' stream
                 is sealed.
-            InvalidArgumentError: a malformed argument; the riding assertion is
-                below the writer's previous one (both named).
+            InvalidArgumentError: a malformed argument; a riding assertion is
+                below the writer's previous one (both named); ``joining`` is
+                an idle mark, or not before ``assertion``.
             ResourceExhaustedError: too many events, or one over ``max_event_size``.
         """
         ...

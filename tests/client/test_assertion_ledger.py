@@ -34,15 +34,21 @@ def stored_at(event_time: int) -> AssertionLedger:
 
 
 def send(book: AssertionLedger, result: AssertionResult = STORED) -> AssertionResult:
-    """The waiting assertion goes out and the store answers ``result``."""
-    with book.sending(book.riding):
+    """The waiting assertions go out in one call and the store answers ``result`` to each.
+
+    Returns the answer to the one after the events (or ``result``, when only a joining one went).
+    """
+    joining, riding = book.joining, book.riding
+    with book.sending(joining, riding):
         pass
-    return book.answered(result)
+    if joining is not None:
+        book.joined(result)
+    return result if riding is None else book.answered(result)
 
 
 def fail(book: AssertionLedger, error: Exception) -> None:
-    """The waiting assertion goes out and the call fails with ``error``."""
-    with pytest.raises(type(error)), book.sending(book.riding):
+    """The waiting assertions go out in one call and it fails with ``error``."""
+    with pytest.raises(type(error)), book.sending(book.joining, book.riding):
         raise error
 
 
@@ -58,12 +64,14 @@ def test_bounded_out_of_orderness_is_the_greatest_event_time_less_the_bound_less
 
 
 def test_nothing_is_due_before_an_event_and_the_watermark_is_due_once_until_it_rises():
-    book = ledger(bound_ms=100)
+    book = AssertionLedger(0, 100, "writer 'w' on s/t")
+    book.ride(0)
+    send(book)  # it holds the watermark: no join is due before its events
     assert book.due() is None
     book.on_event(1_000)
     assert book.due() == 899
     book.ride_due()
-    assert book.riding == Assertion(0, 899)
+    assert (book.joining, book.riding) == (None, Assertion(1, 899))
     send(book)
     assert (book.promised, book.member, book.due()) == (899, True, None)
     book.on_event(950)  # within the bound: the watermark stays
@@ -76,6 +84,7 @@ def test_after_an_idle_mark_the_same_watermark_is_due_again_to_join_and_a_lower_
     book = ledger()
     book.on_event(10)
     book.ride_due()
+    assert (book.joining, book.riding) == (Assertion(0, 9), None)  # the join says it all
     send(book)
     book.ride(None)  # mark_idle
     send(book)
@@ -90,6 +99,7 @@ def test_events_at_or_below_the_promise_the_store_took_are_counted_late():
     book = ledger()
     book.on_event(5)
     book.ride(20)
+    assert (book.joining, book.riding) == (Assertion(0, 4), Assertion(1, 20))
     assert book.late_events == 0
     book.on_event(20)  # not taken by the store yet: not late
     send(book)
@@ -116,6 +126,65 @@ def test_a_waiting_assertion_goes_before_a_new_due_one():
     book.on_event(100)
     book.ride_due()
     assert book.riding == Assertion(0, 5)  # sent again with its number
+    assert book.joining is None  # numbered after it, a join would be a duplicate once it lands
+
+
+# --- joining before the events -------------------------------------------------------------
+
+
+def test_a_writer_holding_nobody_back_joins_before_its_events_at_their_least_time_less_the_bound():
+    book = ledger(bound_ms=100)
+    assert not book.holding
+    for event_time in (1_000, 700, 900):
+        book.on_event(event_time)
+    assert book.holding  # a join is due with these events
+    book.ride_due()
+    assert (book.joining, book.riding) == (Assertion(0, 599), Assertion(1, 899))
+    send(book)
+    assert (book.promised, book.member, book.late_events) == (899, True, 0)
+    book.on_event(2_000)
+    book.ride_due()
+    assert (book.joining, book.riding) == (None, Assertion(2, 1_899))  # a member: no join
+
+
+def test_after_an_idle_mark_a_writer_joins_again_never_below_what_it_promised():
+    book = ledger(bound_ms=100)
+    book.on_event(1_000)
+    book.ride_due()
+    send(book)
+    book.ride(None)
+    send(book)
+    assert (book.member, book.holding) == (False, False)
+    book.on_event(500)  # below its promise: late whatever it does
+    book.on_event(1_500)
+    book.ride_due()
+    assert (book.joining, book.riding) == (Assertion(2, 899), Assertion(3, 1_399))
+    assert book.late_events == 1
+
+
+def test_a_join_is_never_above_the_assertion_the_writer_makes_after_the_events():
+    book = ledger()
+    book.on_event(1_000)
+    book.ride(500)  # note_time(500) after an event of 1000: a weaker promise
+    assert (book.joining, book.riding) == (Assertion(0, 500), Assertion(1, 500))
+    book.ride(None)  # an idle mark supersedes the assertion, not the join
+    assert (book.joining, book.riding) == (Assertion(0, 500), Assertion(2, None))
+
+
+def test_a_joining_assertion_waits_out_a_lost_answer_or_a_sealed_segment_and_a_refusal_drops_it():
+    book = ledger()
+    book.on_event(1_000)
+    book.join_due()
+    assert book.joining == Assertion(0, 999)
+    fail(book, StoreUnavailableError("answer lost"))
+    fail(book, SegmentSealedError("sealed", "s/t/0", ()))
+    assert book.joining == Assertion(0, 999)
+    fail(book, InvalidArgumentError("refused"))
+    assert book.joining is None
+    book.join_due()  # the events it covered are still to come: due again, a new number
+    assert book.joining == Assertion(1, 999)
+    assert send(book, DUPLICATE) == DUPLICATE  # nothing stored yet: a replay of the writer id
+    assert (book.joining, book.promised, book.member) == (None, 999, True)
 
 
 def test_a_lost_answer_keeps_the_assertion_waiting_and_its_duplicate_answer_is_its_own():

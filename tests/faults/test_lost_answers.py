@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from connector import EventWriter, StoreClient, StreamManager
+from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, WriterConfig
 from connector.client.serializers import BytesSerializer
 from connector.errors import DuplicateEventNumbersError, StoreUnavailableError
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
@@ -317,3 +317,27 @@ def test_an_assertion_whose_answer_was_lost_is_resent_by_the_next_flush_and_stor
     writer.close()
     assert payloads(direct, SEGMENT) == [b"0", b"1", b"2"] if riding else [b"0", b"2"]
     assert direct.segment_info(SEGMENT).writers == ()  # closed: idle
+
+
+def test_a_writers_join_whose_answer_was_lost_is_resent_with_its_events_and_joins_once(
+    proxied, direct
+):
+    """The first append of an asserting writer carries its join: resent, all of it is its own."""
+    client, proxy = proxied(retry_timeout_s=1.0, call_timeout_s=0.5)
+    config = WriterConfig(assert_watermarks_from="ts")
+    writer = EventWriter(client, "f/s", JsonSerializer(), config=config)
+    writer.write_event({"ts": 1_000}, routing_key="k")
+    writer.write_event({"ts": 2_000}, routing_key="k")
+    proxy.lose("AppendEvents", times=None, loss=Loss.ANSWER)
+    with pytest.raises(StoreUnavailableError):
+        writer.flush()
+    stored = direct.read(SEGMENT, 0)  # all of it stored, unacknowledged
+    assert (stored.event_time_floor, stored.event_time_watermark) == (999, 1_999)
+    proxy.heal()
+    writer.flush()  # sent again with their numbers: duplicates, and this writer's own
+    writer.write_event({"ts": 3_000}, routing_key="k")
+    writer.flush()
+    assert writer.late_events == 0
+    assert payloads(direct, SEGMENT) == [b'{"ts":1000}', b'{"ts":2000}', b'{"ts":3000}']
+    assert direct.segment_info(SEGMENT).event_time_watermark == 2_999
+    writer.close()

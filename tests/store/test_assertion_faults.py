@@ -6,9 +6,9 @@
   the append is refused whole).
 - An assertion the store made durable but whose answer never came back
   (the server killed with SIGKILL before it could answer), retried against
-  the restarted server, is stored once (alone, or riding on an append with
-  its events), and the event-time index after the
-  restart is what it was before the kill.
+  the restarted server, is stored once (alone, or riding on an append after
+  its events or before them), and the event-time index after the restart
+  is what it was before the kill.
 """
 
 from __future__ import annotations
@@ -53,14 +53,20 @@ def _assertion(writer: str, number: int, event_time: int | None) -> pb.AssertWat
     )
 
 
-def _riding(segment: str, first: int, number: int, event_time: int | None) -> pb.AppendRequest:
-    """Writer c's event ``first`` to ``segment`` with its assertion ``number`` riding on it."""
+def _riding(
+    segment: str, first: int, number: int, event_time: int | None, where: str = "assertion"
+) -> pb.AppendRequest:
+    """Writer c's event ``first`` to ``segment`` with its assertion ``number`` riding on it.
+
+    ``where`` is the request's field: ``assertion`` (after the event) or ``joining`` (before).
+    """
+    riding = pb.AppendAssertion(number=number, event_time=event_time)
     return pb.AppendRequest(
         segment=segment,
         writer_id="c",
         first_event_number=first,
         events=[b"reading"],
-        assertion=pb.AppendAssertion(number=number, event_time=event_time),
+        **{where: riding},
     )
 
 
@@ -140,6 +146,12 @@ def test_bad_assertions_get_their_status_and_store_nothing(
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "sealed" in details, details
     code, _ = append_code_of(_riding("iot/sensors/1", 0, 1, 2_000), "reader")
     assert code == grpc.StatusCode.PERMISSION_DENIED
+    # So does one riding before the events (the writer joining): they are not stored either.
+    code, details = append_code_of(_riding("iot/sensors/0", 1, 1, 999, "joining"), "writer")
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "1000" in details and "999" in details, details
+    code, details = append_code_of(_riding("iot/sensors/0", 1, 1, None, "joining"), "writer")
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "idle mark" in details, details
 
     assert _state(admin, segments) == before
     assert _journal_records(data_dir) == records
@@ -147,10 +159,16 @@ def test_bad_assertions_get_their_status_and_store_nothing(
     admin.close()
 
 
-@pytest.mark.parametrize("riding", [False, True], ids=["alone", "riding"])
-@pytest.mark.parametrize("loss", [Loss.ANSWER, Loss.REQUEST], ids=lambda loss: loss.value)
+@pytest.mark.parametrize(
+    ("loss", "riding"),
+    [
+        *((loss, riding) for riding in (None, "assertion") for loss in (Loss.ANSWER, Loss.REQUEST)),
+        (Loss.ANSWER, "joining"),  # stored before its event, answer lost: the retry joins once
+    ],
+    ids=["answer-alone", "request-alone", "answer-riding", "request-riding", "answer-joining"],
+)
 def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after_a_restart(
-    spawn_server: Callable[..., Any], tmp_path: pathlib.Path, loss: Loss, riding: bool
+    spawn_server: Callable[..., Any], tmp_path: pathlib.Path, loss: Loss, riding: str | None
 ) -> None:
     data_dir = tmp_path / "data"
     first = spawn_server(data_dir, *QUIET)
@@ -165,8 +183,8 @@ def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after
     proxy.lose("AppendEvents" if riding else "AssertWatermark", times=None, loss=loss)
     channel, stub = _stub(proxy.uri.removeprefix("tidemark://"))
     with pytest.raises(grpc.RpcError) as lost:
-        if riding:  # on writer c's next event to segment 1
-            stub.AppendEvents(_riding("iot/sensors/1", 1, 1, 2_000), timeout=10)
+        if riding:  # on writer c's next event to segment 1, after it or before it
+            stub.AppendEvents(_riding("iot/sensors/1", 1, 1, 2_000, riding), timeout=10)
         else:
             stub.AssertWatermark(_assertion("c", 1, 2_000), timeout=10)
     assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -182,9 +200,10 @@ def test_an_assertion_killed_before_its_answer_is_stored_once_when_retried_after
         assert _state(client, ["iot/sensors/0", "iot/sensors/1"]) == made
         if riding:
             appended = client.append(
-                "iot/sensors/1", "c", 1, [b"reading"], assertion=Assertion(1, 2_000)
+                "iot/sensors/1", "c", 1, [b"reading"], **{riding: Assertion(1, 2_000)}
             )
-            assert appended.assertion.stored == (loss is Loss.REQUEST)
+            result = appended.assertion if riding == "assertion" else appended.joining
+            assert result.stored == (loss is Loss.REQUEST)
             assert appended.duplicates == (0 if loss is Loss.REQUEST else 1)
         else:
             retried = client.assert_watermark("iot", "sensors", "c", 1, 2_000)

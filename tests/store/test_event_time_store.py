@@ -47,6 +47,20 @@ def event_times(client: StoreClient, segment: str) -> list[tuple[int, int | None
     return seen
 
 
+def _counted_calls(client: StoreClient, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the client's appends and assertions from now on, in order (a live list)."""
+    calls: list[str] = []
+    for name in ("append", "assert_watermark"):
+        method = getattr(client, name)
+
+        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
+            calls.append(_name)
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, counted)
+    return calls
+
+
 def _index(server: StoreServer, segment: str) -> tuple[list[int], list[int | None]]:
     return segment_inside(server, segment).event_index_entries()
 
@@ -73,6 +87,38 @@ def test_the_watermark_at_each_position_is_the_least_assertion_of_the_writers_ac
     assert [w for _, w in event_times(c, segment)] == [1_000, 400, 1_500, 2_000, None, None]
     info = c.segment_info(segment)
     assert info.event_time_watermark is None and info.writers == ()
+
+
+def test_a_read_carries_the_least_event_time_in_force_at_its_events(
+    store_client: StoreClient, clock: ManualClock
+) -> None:
+    (segment,) = _stream(store_client)
+    c = store_client
+    c.append(segment, "a", 0, [b"a0"])  # in force at a0: nobody
+    c.assert_watermark("sc", "st", "a", 0, 1_000)
+    c.append(segment, "a", 1, [b"a1"])  # 1000
+    c.append(segment, "a", 2, [b"a2"])  # 1000
+    c.assert_watermark("sc", "st", "b", 0, 400)  # b joins below a
+    c.append(segment, "b", 0, [b"b0"])  # 400
+    c.assert_watermark("sc", "st", "a", 1, 1_500)
+    c.assert_watermark("sc", "st", "b", 1, 2_000)
+    c.append(segment, "a", 3, [b"a3"])  # 1500
+    starts = [0] + [end for end, _ in event_times(c, segment)]
+
+    def floor(first: int, stop: int) -> int | None:
+        """The floor of a read of the events numbered ``first`` up to ``stop`` (excluded)."""
+        result = c.read(segment, starts[first], max_bytes=starts[stop] - starts[first])
+        assert result.next_offset == starts[stop]
+        return result.event_time_floor
+
+    assert floor(0, 1) is None  # nobody held it at a0
+    assert floor(0, 2) == 1_000
+    assert floor(1, 3) == 1_000
+    assert floor(0, 5) == floor(1, 4) == floor(3, 4) == 400  # b joined below a before b0
+    assert floor(4, 5) == 1_500
+    assert floor(3, 5) == 400
+    tail = c.read(segment, starts[5])
+    assert tail.event_time_floor == tail.event_time_watermark == 1_500
 
 
 def test_a_zero_length_tail_read_carries_the_event_time_and_a_waiting_read_wakes_on_an_assertion(
@@ -167,6 +213,53 @@ def test_an_assertion_riding_on_an_append_follows_its_events_and_is_refused_with
     with pytest.raises(FailedPreconditionError, match="sealed"):
         c.append(first, "a", 3, [b"a3"], assertion=Assertion(3, 600))
     assert c.segment_info(first).write_offset == sealed
+
+
+def test_a_joining_assertion_comes_before_its_events_and_a_retry_joins_once(
+    store_server: StoreServer, store_client: StoreClient, clock: ManualClock
+) -> None:
+    first, second = _stream(store_client, segments=2)
+    c = store_client
+    c.assert_watermark("sc", "st", "other", 0, 5_000)  # another writer holds the stream
+    c.append(first, "other", 0, [b"o0"])
+    start = c.segment_info(first).write_offset
+    clock.advance(10)
+    result = c.append(
+        first, "w", 0, [b"w0", b"w1"], joining=Assertion(0, 1_000), assertion=Assertion(1, 2_000)
+    )
+    assert (result.appended, result.joining.stored, result.assertion.stored) == (2, True, True)
+    assert sorted(result.joining.segments) == [first, second]
+    # At the writer's events the watermark is its joining time: it joined before them.
+    read = c.read(first, start)
+    assert (read.event_time_floor, read.event_time_watermark) == (1_000, 2_000)
+    assert [w for _, w in event_times(c, first)] == [1_000, 1_000, 2_000]
+    assert c.segment_info(second).event_time_watermark == 2_000
+    # A temporal operation of its own: stamped on the segment's clock before the batch.
+    offsets, watermarks, _ = segment_inside(store_server, first).index_entries()
+    assert watermarks[offsets.index(start - 1)] + 1 < result.ingestion_time
+
+    def state() -> list[object]:
+        return [(c.segment_info(s), event_times(c, s)) for s in (first, second)]
+
+    before = state()
+    again = c.append(
+        first, "w", 0, [b"w0", b"w1"], joining=Assertion(0, 1_000), assertion=Assertion(1, 2_000)
+    )
+    assert (again.duplicates, again.joining.stored, again.assertion.stored) == (2, False, False)
+    assert state() == before
+    refused = [
+        (InvalidArgumentError, "2000", Assertion(2, 1_500), None),  # below its previous one
+        (InvalidArgumentError, "idle mark", Assertion(2, None), None),
+        (InvalidArgumentError, "numbered after", Assertion(3, 2_500), Assertion(2, 3_000)),
+        (InvalidArgumentError, "step back", Assertion(2, 2_500), Assertion(3, 2_400)),
+    ]
+    for error, match, joining, after in refused:
+        with pytest.raises(error, match=match):
+            c.append(first, "w", 2, [b"w2"], joining=joining, assertion=after)
+    # An append refused for its own reasons (a gap in the writer's numbers) joins nothing.
+    with pytest.raises(FailedPreconditionError, match="expected is 2"):
+        c.append(first, "w", 7, [b"w7"], joining=Assertion(2, 2_500))
+    assert state() == before
 
 
 def test_successors_start_with_the_writers_their_predecessors_had_at_the_seal(
@@ -311,15 +404,7 @@ def test_event_writer_assertions_ride_on_its_last_append_and_go_alone_without_ev
     store_client: StoreClient, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     segments = _stream(store_client, segments=2)
-    calls: list[str] = []
-    for name in ("append", "assert_watermark"):
-        method = getattr(store_client, name)
-
-        def counted(*args: object, _method=method, _name=name, **kwargs: object) -> object:
-            calls.append(_name)
-            return _method(*args, **kwargs)
-
-        monkeypatch.setattr(store_client, name, counted)
+    calls = _counted_calls(store_client, monkeypatch)
     writer = EventWriter(store_client, "sc/st", JsonSerializer(), writer_id="w")
     for k in range(8):  # events for both segments
         writer.write_event({"ts": 10}, routing_key=str(k))
@@ -359,6 +444,36 @@ def test_event_writer_asserts_from_a_timestamp_assigner_with_an_out_of_orderness
         assert store_client.segment_info(segment).event_time_watermark == 1_899
     assert store_client.segment_info(segment).event_time_watermark is None  # closed: idle
     assert len(event_times(store_client, segment)) == 5
+
+
+def test_an_asserting_writer_joins_before_its_first_events_in_the_call_that_carries_them(
+    store_client: StoreClient, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segments = _stream(store_client, segments=2)
+    c = store_client
+    calls = _counted_calls(c, monkeypatch)
+    config = WriterConfig(assert_watermarks_from="ts", max_out_of_orderness=100)
+    writer = EventWriter(c, "sc/st", JsonSerializer(), writer_id="w", config=config)
+    for k, ts in enumerate((1_000, 800, 950, 1_000)):  # events for both segments
+        writer.write_event({"ts": ts}, routing_key=str(k))
+    writer.flush()
+    assert calls == ["append", "append"]  # the join rode on the first, the assertion on the last
+    for segment in segments:  # the join came before every event: 800 - 100 - 1
+        assert c.read(segment, 0).event_time_floor == 699
+        assert [w for _, w in event_times(c, segment)][-1] == 899
+    calls.clear()
+    writer.write_event({"ts": 2_000}, routing_key="0")
+    writer.flush()
+    assert calls == ["append"]  # holding the watermark: nothing to join
+    writer.mark_idle()
+    ends = {s: c.segment_info(s).write_offset for s in segments}
+    calls.clear()
+    writer.write_event({"ts": 3_000}, routing_key="0")
+    writer.flush()  # idle: it joins again before its event, in the call that carries it
+    assert calls == ["append"]
+    (segment,) = [s for s in segments if c.segment_info(s).write_offset > ends[s]]
+    assert c.read(segment, ends[segment]).event_time_floor == 2_899
+    writer.close()
 
 
 def test_a_writer_on_a_sealed_stream_cannot_assert(

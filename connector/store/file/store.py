@@ -24,7 +24,15 @@ from connector.model import AppendResult, ReplicaState, StreamDescription
 from connector.store.assertions import marks_after
 from connector.store.boundaries import checkpoints
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
-from connector.store.engine import Batch, Creation, Decide, PlanBatch, Riding, Stored
+from connector.store.engine import (
+    AppendOutcome,
+    Batch,
+    Creation,
+    Decide,
+    PlanBatch,
+    Riding,
+    Stored,
+)
 from connector.store.file.catalog import Catalog
 from connector.store.file.compaction import Compaction
 from connector.store.file.data_dir import DataDirLock
@@ -262,21 +270,34 @@ class FileEngine:
 
     def append(
         self, target: Segment, plan: PlanBatch[Segment], riding: Riding[Segment] | None = None
-    ) -> tuple[AppendResult, Record | None]:
-        """Writes the batch to the data file; its record and the riding one share a group commit."""
+    ) -> AppendOutcome:
+        """Writes the batch to the data file; its record and the riding ones share a commit."""
 
         def prepare() -> Publish:
             entry = None
             if riding is not None:  # refused before anything is staged
                 entry = self._catalog.stream(riding.scope, riding.stream)
                 riding.check(entry)
-            appended = self._stage_batch(target, plan(target))
-            if entry is None or riding is None:
-                return lambda: (appended(), None)
-            asserted = self._staged(entry, riding.decide)
-            return lambda: (appended(), asserted())
+            batch = plan(target)  # so is the batch (a gap, a seal)
+            before = self._staged_riding(entry, None if riding is None else riding.before)
+            appended = self._stage_batch(target, batch)
+            after = self._staged_riding(entry, None if riding is None else riding.after)
+
+            def published() -> AppendOutcome:  # in the order staged
+                joined = before()
+                return AppendOutcome(appended(), joined, after())
+
+            return published
 
         return self._sequencer.submit(prepare, barrier=False)
+
+    def _staged_riding(
+        self, entry: StreamEntry[Segment] | None, decide: Decide[Segment] | None
+    ) -> Publish:
+        """:meth:`_staged` of a change riding on an append, if one rides there."""
+        if entry is None or decide is None:
+            return lambda: None
+        return self._staged(entry, decide)
 
     def _stage_batch(self, target: Segment, batch: Batch) -> Callable[[], AppendResult]:
         if not batch.events:

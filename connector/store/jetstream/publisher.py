@@ -159,6 +159,19 @@ class Publisher:
 
     # --- appends ------------------------------------------------------------------
 
+    def check_batch(
+        self, follower: Follower, target: JetStreamSegment, plan: PlanBatch[JetStreamSegment]
+    ) -> None:
+        """Refuses as :meth:`append` would (a gap, a seal), publishing nothing.
+
+        A refusal on this server's view is looked at again on the cluster's.
+        """
+        try:
+            plan(target)
+        except FailedPreconditionError:
+            self.sync(follower)
+            plan(target)
+
     def append(
         self, follower: Follower, target: JetStreamSegment, plan: PlanBatch[JetStreamSegment]
     ) -> AppendResult:

@@ -35,9 +35,9 @@ brings the view up to date and the front's decision is made again, so:
 Several appends to one segment through one server go one at a time (each
 needs the sequence of the previous); through several servers they race and
 the losers retry. An append larger than a message is published as an atomic
-batch of messages, all or none. An assertion riding on an append is
-published after its events: two atomic publishes, in order (see
-:meth:`JetStreamEngine.append`).
+batch of messages, all or none. A writer's assertions riding on an append
+are published before its events (a writer joining) and after them: atomic
+publishes, in order (see :meth:`JetStreamEngine.append`).
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ from connector.errors import (
     StoreUnavailableError,
 )
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES
-from connector.model import AppendResult, ReplicaState, StreamDescription
+from connector.model import ReplicaState, StreamDescription
 from connector.names import SegmentId, validate_name
 from connector.store.config import StoreObserver
-from connector.store.engine import Creation, Decide, PlanBatch, Riding, Stored
+from connector.store.engine import AppendOutcome, Creation, Decide, PlanBatch, Riding, Stored
 from connector.store.front import StoreFront
 from connector.store.jetstream.cache import PayloadCache
 from connector.store.jetstream.catalog import CatalogBucket
@@ -448,29 +448,37 @@ class JetStreamEngine:
         target: JetStreamSegment,
         plan: PlanBatch[JetStreamSegment],
         riding: Riding[JetStreamSegment] | None = None,
-    ) -> tuple[AppendResult, Record | None]:
-        """Publishes the batch, then the change riding on it: two atomic publishes, in order.
+    ) -> AppendOutcome:
+        """Publishes the change riding before the batch, the batch, then the one after, in order.
 
-        The riding change is checked against this server's view first, so
-        one refused (a fall, a sealed stream) stores nothing, and an append
-        refused for its own reasons publishes no change. The call returns
-        once both are durable. A failure between them leaves the events
-        stored without the change, and the call fails; its retry finds the
-        events duplicates and stores the change, so neither is stored twice.
-        Only a change another server makes between the check and the second
+        Each is an atomic publish. The riding changes are checked against
+        this server's view first, so one refused (a fall, a sealed stream)
+        stores nothing, and the batch too before a change goes ahead of it,
+        so an append refused for its own reasons (a gap, a sealed segment)
+        publishes no change. The call returns once all are durable. A
+        failure between them leaves what was published stored without the
+        rest, and the call fails; its retry finds that stored (duplicates)
+        and stores the rest, so nothing is stored twice and the order holds.
+        Only a change another server makes between the check and a later
         publish (a seal, or the same writer id asserting there) can refuse
-        the riding change after its events were stored; the call then fails
-        with that refusal, and a retry of the events finds them stored.
+        what follows after something was stored; the call then fails with
+        that refusal, and a retry finds what was stored.
         """
         parsed = SegmentId.parse(target.name)
         follower = self._follower(parsed.scope, parsed.stream)
-        if riding is not None:
-            with follower.log.locked():
-                riding.check(follower.log.snapshot())
-        result = self._publisher.append(follower, target, plan)
         if riding is None:
-            return result, None
-        return result, self.change(riding.scope, riding.stream, riding.decide)
+            return AppendOutcome(self._publisher.append(follower, target, plan))
+        with follower.log.locked():
+            riding.check(follower.log.snapshot())
+        before = None
+        if riding.before is not None:
+            self._publisher.check_batch(follower, target, plan)
+            before = self.change(riding.scope, riding.stream, riding.before)
+        result = self._publisher.append(follower, target, plan)
+        after = None
+        if riding.after is not None:
+            after = self.change(riding.scope, riding.stream, riding.after)
+        return AppendOutcome(result, before, after)
 
     def tick(self, now_ms: int, due: Callable[[JetStreamSegment], bool]) -> int:
         """Publishes a tick on each due segment (see :meth:`.publisher.Publisher.tick`)."""
