@@ -188,8 +188,9 @@ class AssertionLedger:
         times less the bound less 1 (every event within the bound of the
         greatest is above it; 0 at the least, as the store takes no time
         below), never below what the writer promised (a watermark never
-        steps back) nor above ``ceiling`` (the assertion it makes after them). Not while an assertion waits already: that one
-        is numbered first, and the store applies them in their numbers' order.
+        steps back) nor above ``ceiling`` (the assertion it makes after
+        them). Not while an assertion waits already: that one is numbered
+        first, and the store applies them in their numbers' order.
         """
         least = self._unjoined_least
         if self._member or least is None or self._joining is not None or self._riding is not None:
