@@ -44,8 +44,11 @@ __all__ = [
     "SegmentCursor",
     "Successor",
     "WaitingSegment",
+    "ReportedPosition",
     "advance",
+    "advance_all",
     "finish",
+    "finish_all",
     "group_event_time",
     "group_watermark",
     "least_event_time",
@@ -106,6 +109,10 @@ class Successor:
     segment: str
     predecessors: tuple[str, ...]
     creation_time: int
+
+
+#: A reported position of a segment: ``(offset, watermark, event_time)`` (see :func:`advance`).
+ReportedPosition = tuple[int, int, int | None]
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -300,23 +307,52 @@ def advance(
     later offset replaces the cursor's, one at its offset replaces it when
     known, a stale one changes nothing (event times may fall, so no maximum).
     """
-    cursor = state.cursors.get(segment)
-    if cursor is None:
-        msg = f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
-        raise FailedPreconditionError(msg)
+    return advance_all(state, {segment: (offset, watermark, event_time)})
+
+
+def advance_all(state: GroupState, positions: Mapping[str, ReportedPosition]) -> GroupState:
+    """:func:`advance` of every segment of ``positions`` at once.
+
+    ``positions`` maps segments to ``(offset, watermark, event_time)``. The
+    result is the one :func:`advance` gives segment after segment, but the
+    cursor table is copied once, and only when a cursor moved: the same
+    ``state`` is returned when none did. Cursors that did not move are the
+    same objects in the result.
+
+    Raises:
+        FailedPreconditionError: a segment of ``positions`` is not readable
+            (finished, waiting or unknown), naming it; nothing is recorded.
+    """
+    moved: dict[str, SegmentCursor] = {}
+    for segment, (offset, watermark, event_time) in positions.items():
+        cursor = state.cursors.get(segment)
+        if cursor is None:
+            msg = (
+                f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
+            )
+            raise FailedPreconditionError(msg)
+        updated = _advanced(cursor, offset, watermark, event_time)
+        if updated is not cursor:
+            moved[segment] = updated
+    if not moved:
+        return state
+    return replace(state, cursors={**state.cursors, **moved})
+
+
+def _advanced(
+    cursor: SegmentCursor, offset: int, watermark: int, event_time: int | None
+) -> SegmentCursor:
+    """The cursor after a report (see :func:`advance`); ``cursor`` itself when it did not move."""
     if offset > cursor.offset or (offset == cursor.offset and event_time is not None):
         event_time_there = event_time
     else:
         event_time_there = cursor.event_time
-    updated = SegmentCursor(
-        max(cursor.offset, offset),
-        max(cursor.watermark, watermark),
-        cursor.end,
-        event_time_there,
-    )
-    if updated == cursor:
-        return state
-    return replace(state, cursors={**state.cursors, segment: updated})
+    offset = max(cursor.offset, offset)
+    watermark = max(cursor.watermark, watermark)
+    before = (cursor.offset, cursor.watermark, cursor.event_time)
+    if (offset, watermark, event_time_there) == before:
+        return cursor
+    return SegmentCursor(offset, watermark, cursor.end, event_time_there)
 
 
 def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()) -> GroupState:
@@ -329,35 +365,70 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
     writers at its start). In a bounded group, successors outside
     ``bounded_to`` are not read.
     """
-    if segment in state.finished:
+    return finish_all(state, {segment: successors})
+
+
+def finish_all(state: GroupState, segments: Mapping[str, Iterable[Successor]]) -> GroupState:
+    """:func:`finish` of every segment of ``segments`` (segment -> its successors), in order.
+
+    The result is the one :func:`finish` gives segment after segment, but
+    the tables are copied once, and each finished segment costs what its
+    successors and the segments waiting for it cost, not the whole group.
+    The same ``state`` is returned when every segment was finished already.
+
+    Raises:
+        FailedPreconditionError: a segment is neither finished nor readable,
+            naming it; nothing is recorded.
+    """
+    todo = {s: successors for s, successors in segments.items() if s not in state.finished}
+    if not todo:
         return state
-    if segment not in state.cursors:
-        msg = f"segment {segment!r} cannot finish: it is not readable in this group"
-        raise FailedPreconditionError(msg)
-    ended_with = state.cursors[segment].event_time
-    cursors = {s: c for s, c in state.cursors.items() if s != segment}
+    cursors = dict(state.cursors)
     waiting = dict(state.waiting)
-    finished = state.finished | {segment}
-    for successor in successors:
-        name = successor.segment
-        if name in finished or name in cursors:
+    finished = set(state.finished)
+    waiters = _waiters(waiting)
+    for segment, successors in todo.items():
+        if segment in finished:
             continue
-        if state.bounded_to is not None and name not in state.bounded_to:
-            continue
-        known = waiting.get(name)
-        initial = initial_watermark(successor.creation_time)
-        waiting_for = (known.waiting_for if known else frozenset(successor.predecessors)) - finished
-        event_time = least_event_time(known.event_time if known else NO_WRITER, ended_with)
-        if waiting_for:
-            waiting[name] = WaitingSegment(initial, waiting_for, event_time)
-        else:
-            waiting.pop(name, None)
-            end = None if state.end_cut is None else state.end_cut.get(name)
-            cursors[name] = SegmentCursor(0, initial, end, event_time)
-    for name, entry in list(waiting.items()):
-        if segment in entry.waiting_for:
-            waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})
-    return replace(state, cursors=cursors, waiting=waiting, finished=finished)
+        if segment not in cursors:
+            msg = f"segment {segment!r} cannot finish: it is not readable in this group"
+            raise FailedPreconditionError(msg)
+        ended_with = cursors.pop(segment).event_time
+        finished.add(segment)
+        for successor in successors:
+            name = successor.segment
+            if name in finished or name in cursors:
+                continue
+            if state.bounded_to is not None and name not in state.bounded_to:
+                continue
+            known = waiting.get(name)
+            initial = initial_watermark(successor.creation_time)
+            waiting_for = (
+                known.waiting_for if known else frozenset(successor.predecessors)
+            ) - finished
+            event_time = least_event_time(known.event_time if known else NO_WRITER, ended_with)
+            if waiting_for:
+                waiting[name] = WaitingSegment(initial, waiting_for, event_time)
+                for predecessor in waiting_for:
+                    waiters.setdefault(predecessor, set()).add(name)
+            else:
+                waiting.pop(name, None)
+                end = None if state.end_cut is None else state.end_cut.get(name)
+                cursors[name] = SegmentCursor(0, initial, end, event_time)
+        for name in waiters.pop(segment, ()):
+            entry = waiting.get(name)
+            if entry is not None and segment in entry.waiting_for:
+                waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})
+    return replace(state, cursors=cursors, waiting=waiting, finished=frozenset(finished))
+
+
+def _waiters(waiting: Mapping[str, WaitingSegment]) -> dict[str, set[str]]:
+    """Which waiting segments each predecessor holds back."""
+    waiters: dict[str, set[str]] = {}
+    for name, entry in waiting.items():
+        for predecessor in entry.waiting_for:
+            waiters.setdefault(predecessor, set()).add(name)
+    return waiters
 
 
 def stream_cut(state: GroupState) -> dict[str, int]:
