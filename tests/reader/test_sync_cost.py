@@ -6,10 +6,16 @@ states a change builds (and the cursors they copy) is the cost counted here.
 
 from __future__ import annotations
 
+import collections
+import time
+from typing import Any
+
 import pytest
 
+from connector.client import JsonSerializer, StoreClient, StreamManager
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState, Successor
+from connector.reader import ReaderGroup, ReaderGroupManager
 from connector.reader.membership import sync
 
 SEGMENTS = 4_096
@@ -79,3 +85,59 @@ def test_finishing_every_segment_of_a_merged_group_in_one_sync_copies_the_tables
     assert sum(copied) <= SEGMENTS, (
         f"{len(copied)} copies of the cursor table, {sum(copied)} cursors"
     )
+
+
+# --- a reader over 1,024 idle segments on a real server -----------------------------------
+
+IDLE_SEGMENTS = 1_024
+STREAM_SEGMENTS = 64  # the most a stream is created with
+
+
+@pytest.fixture
+def idle_group(store_client: StoreClient) -> ReaderGroup:
+    """A group at the tails of 1,024 idle segments (16 streams of 64), with no reader yet."""
+    scope = "idle"
+    manager = StreamManager(store_client)
+    manager.create_scope(scope)
+    streams = [f"{scope}/s{n}" for n in range(IDLE_SEGMENTS // STREAM_SEGMENTS)]
+    for name in streams:
+        manager.create_stream(scope, name.split("/")[1], STREAM_SEGMENTS)
+    return ReaderGroupManager(store_client).create_reader_group(scope, "g", streams, "latest")
+
+
+class Counted:
+    """Counts calls of methods of one object, or of a class, by name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self._monkeypatch = monkeypatch
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def count(self, owner: Any, name: str, *, classmethod_: bool = False) -> None:
+        original = getattr(owner, name)
+        original = original.__func__ if classmethod_ else original
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return original(*args, **kwargs)
+
+        self._monkeypatch.setattr(owner, name, classmethod(counting) if classmethod_ else counting)
+
+
+def test_an_idle_reader_syncs_with_one_store_read_no_write_and_no_parse(
+    idle_group: ReaderGroup, store_client: StoreClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with idle_group.create_reader("r", JsonSerializer(), sync_interval_ms=5) as reader:
+        assert len(reader.segments) == IDLE_SEGMENTS
+        counted = Counted(monkeypatch)
+        counted.count(store_client, "get_state")
+        counted.count(store_client, "compare_and_set_state")
+        counted.count(GroupRecord, "from_json", classmethod_=True)
+        deadline = time.monotonic() + 10
+        while counted.calls["get_state"] < 20 and time.monotonic() < deadline:
+            assert reader.read_next_event(timeout_ms=20) is None
+        syncs = counted.calls["get_state"]
+        assert syncs >= 20, f"{syncs} syncs in 10 s"
+        assert counted.calls["compare_and_set_state"] == 0, "an idle sync wrote the group's state"
+        assert counted.calls["from_json"] == 0, (
+            f"{counted.calls['from_json']} parses in {syncs} syncs"
+        )
