@@ -20,16 +20,18 @@ writers asserted there (seed 002; :attr:`SegmentCursor.event_time`): a
 time, :data:`NO_WRITER` when no writer holds it (it holds no group back), or
 None while not known (a position not read since it was placed: it holds the
 group back). The group's event time is the same minimum over the same
-segments (:func:`group_event_time`): the rule is :func:`_least_unfinished`,
-written once for both. Unlike ingestion watermarks a segment's event time
-may fall (a writer joining with an assertion below the others); readers
-never let the watermarks they yield fall.
+segments (:func:`group_event_time`): the rule is :func:`least_unfinished`,
+written once for both (:class:`GroupTime` says which time each takes, and
+:class:`~connector.groups.tracking.GroupTimeTracker` keeps it as positions
+change). Unlike ingestion watermarks a segment's event time may fall (a
+writer joining with an assertion below the others); readers never let the
+watermarks they yield fall.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -39,12 +41,15 @@ from connector.model import initial_watermark
 from connector.timestamps import END_OF_TIME
 
 __all__ = [
+    "INGESTION_WATERMARK",
     "NO_WRITER",
+    "WRITERS_EVENT_TIME",
     "GroupState",
+    "GroupTime",
+    "ReportedPosition",
     "SegmentCursor",
     "Successor",
     "WaitingSegment",
-    "ReportedPosition",
     "advance",
     "advance_all",
     "finish",
@@ -52,6 +57,7 @@ __all__ = [
     "group_event_time",
     "group_watermark",
     "least_event_time",
+    "least_unfinished",
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
@@ -222,7 +228,7 @@ class GroupState:
         )
 
 
-def _least_unfinished(
+def least_unfinished(
     of_cursors: Iterable[int | None], of_waiting: Iterable[int | None]
 ) -> int | None:
     """The group rule: the least over every unfinished segment, readable and waiting.
@@ -240,7 +246,58 @@ def _least_unfinished(
 
 def least_event_time(*event_times: int | None) -> int | None:
     """The least of some event times; None when one is not known."""
-    return _least_unfinished(event_times, ())
+    return least_unfinished(event_times, ())
+
+
+@dataclass(frozen=True)
+class GroupTime:
+    """Which of its segments' times a group's time is made of, and how a reader's count.
+
+    ``of_cursor`` gives a readable segment's time as the state holds it,
+    ``with_fresher`` its time given a reader's newer value of it (from a
+    position past the state's), ``of_waiting`` a waiting segment's. The
+    group's time is :func:`least_unfinished` of them (:meth:`least`):
+    :data:`INGESTION_WATERMARK` makes :func:`group_watermark`,
+    :data:`WRITERS_EVENT_TIME` :func:`group_event_time`.
+    """
+
+    name: str
+    of_cursor: Callable[[SegmentCursor], int | None]
+    with_fresher: Callable[[SegmentCursor, int | None], int | None]
+    of_waiting: Callable[[WaitingSegment], int | None]
+
+    def least(
+        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
+    ) -> int | None:
+        """The group's time at ``state``; ``fresher`` maps readable segments to a reader's."""
+        fresher = fresher or {}
+        return least_unfinished(
+            (
+                self.with_fresher(c, fresher[s]) if s in fresher else self.of_cursor(c)
+                for s, c in state.cursors.items()
+            ),
+            (self.of_waiting(w) for w in state.waiting.values()),
+        )
+
+    def __repr__(self) -> str:
+        return f"GroupTime({self.name!r})"
+
+
+#: The group watermark: the segments' ingestion watermarks; a reader's newer one counts when higher.
+INGESTION_WATERMARK = GroupTime(
+    "ingestion watermark",
+    of_cursor=lambda cursor: cursor.watermark,
+    with_fresher=lambda cursor, fresher: max(cursor.watermark, fresher),  # type: ignore[type-var]
+    of_waiting=lambda waiting: waiting.watermark,
+)
+
+#: The group's event time: the segments' writers' event times; a reader's newer one counts instead.
+WRITERS_EVENT_TIME = GroupTime(
+    "writers' event time",
+    of_cursor=lambda cursor: cursor.event_time,
+    with_fresher=lambda cursor, fresher: fresher,
+    of_waiting=lambda waiting: waiting.event_time,
+)
 
 
 def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
@@ -249,11 +306,7 @@ def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None)
     ``fresher`` maps readable segments to watermarks newer than the state's
     (a reader's own positions); the higher of the two counts.
     """
-    fresher = fresher or {}
-    watermark = _least_unfinished(
-        (max(c.watermark, fresher.get(s, c.watermark)) for s, c in state.cursors.items()),
-        (w.watermark for w in state.waiting.values()),
-    )
+    watermark = INGESTION_WATERMARK.least(state, fresher)  # type: ignore[arg-type]
     assert watermark is not None  # every segment has an ingestion watermark
     return watermark
 
@@ -268,11 +321,7 @@ def group_event_time(
     readable segments to event times at newer positions than the state's
     (a reader's own), which count instead.
     """
-    fresher = fresher or {}
-    return _least_unfinished(
-        (fresher[s] if s in fresher else c.event_time for s, c in state.cursors.items()),
-        (w.event_time for w in state.waiting.values()),
-    )
+    return WRITERS_EVENT_TIME.least(state, fresher)
 
 
 def watermark_after(
