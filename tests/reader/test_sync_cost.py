@@ -15,8 +15,9 @@ import pytest
 from connector.client import JsonSerializer, StoreClient, StreamManager
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState, Successor
-from connector.reader import ReaderGroup, ReaderGroupManager
+from connector.reader import ReaderConfig, ReaderGroup, ReaderGroupManager, TimeDomain
 from connector.reader.membership import sync
+from connector.reader.source.timekeeping import TimeKeeping
 
 SEGMENTS = 4_096
 NOW = 1_000_000
@@ -141,3 +142,19 @@ def test_an_idle_reader_syncs_with_one_store_read_no_write_and_no_parse(
         assert counted.calls["from_json"] == 0, (
             f"{counted.calls['from_json']} parses in {syncs} syncs"
         )
+
+
+def test_a_read_pass_of_an_idle_reader_looks_at_no_segment(
+    idle_group: ReaderGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME)
+    with idle_group.create_reader("r", JsonSerializer(), config) as reader:
+        first = reader.read_next_event(timeout_ms=1)
+        assert first is not None and first.is_watermark  # the group's, once
+        counted = Counted(monkeypatch)
+        counted.count(TimeKeeping, "kept")  # a segment's part in the watermark, looked at
+        passes = 200
+        for _ in range(passes):
+            assert reader.read_next_event(timeout_ms=1) is None
+        looked_at = counted.calls["kept"]
+        assert looked_at < IDLE_SEGMENTS, f"{looked_at} segments looked at in {passes} passes"
