@@ -269,7 +269,7 @@ class GroupTime:
     def least(
         self, state: GroupState, fresher: Mapping[str, int | None] | None = None
     ) -> int | None:
-        """The group's time at ``state``; ``fresher`` maps readable segments to a reader's."""
+        """The group's time at ``state``, with a reader's newer values (``fresher``) counted."""
         fresher = fresher or {}
         return least_unfinished(
             (
@@ -306,7 +306,7 @@ def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None)
     ``fresher`` maps readable segments to watermarks newer than the state's
     (a reader's own positions); the higher of the two counts.
     """
-    watermark = INGESTION_WATERMARK.least(state, fresher)  # type: ignore[arg-type]
+    watermark = INGESTION_WATERMARK.least(state, fresher)
     assert watermark is not None  # every segment has an ingestion watermark
     return watermark
 
