@@ -18,8 +18,10 @@ __all__ = [
     "ReplicaState",
     "SegmentDescription",
     "SegmentInfo",
+    "SegmentTail",
     "StateValue",
     "StreamDescription",
+    "StreamTails",
     "TruncationResult",
     "WriterAssertion",
 ]
@@ -267,3 +269,56 @@ class ReplicaState:
     current: bool
     lag: int
     seen_ms_ago: int | None
+
+
+@dataclass(frozen=True)
+class SegmentTail:
+    """A segment as a description of a stream's tails gives it: its end, watermarks and lineage.
+
+    ``write_offset`` is the published end, ``first_offset`` the first
+    readable offset (truncation), ``watermark`` and ``event_time_watermark``
+    those at the tail (None: no active writer holds the event time).
+    ``version`` is the answering server's version of the segment's last
+    change in its stream (see :class:`StreamTails`).
+    """
+
+    segment: str
+    version: int
+    write_offset: int
+    first_offset: int
+    watermark: int
+    event_time_watermark: int | None
+    sealed: bool
+    last_write_time: int
+    creation_time: int
+    key_low: float
+    key_high: float
+    epoch: int
+    predecessors: tuple[str, ...] = ()
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamTails:
+    """One stream's segments' tails, as a server had them, since what the caller knew.
+
+    ``incarnation`` and ``version`` name what the answering server had
+    applied: give them back to learn only what changes after. ``complete``
+    says ``segments`` holds every segment of the stream (the caller knew
+    another incarnation, or nothing); otherwise it holds only the segments
+    that changed after the version the caller gave, with their state now,
+    and a caller keeps its other segments as they were. Segments come in
+    the order of their last change, oldest first.
+    """
+
+    scope: str
+    stream: str
+    incarnation: int
+    version: int
+    complete: bool
+    segments: tuple[SegmentTail, ...]
+
+    @property
+    def name(self) -> str:
+        """``scope/stream``."""
+        return f"{self.scope}/{self.stream}"
