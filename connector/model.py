@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connector.errors import TidemarkError
+
 __all__ = [
     "AppendResult",
     "initial_watermark",
     "AssertionResult",
     "Fence",
+    "FetchResult",
+    "PlanRequest",
     "PlannedRead",
     "ReadResult",
     "ReplicaState",
@@ -322,3 +326,31 @@ class StreamTails:
     def name(self) -> str:
         """``scope/stream``."""
         return f"{self.scope}/{self.stream}"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One plan of a batch (``StoreClient.plan_reads``): as ``plan_read``'s arguments."""
+
+    segment: str
+    offset: int
+    max_events: int | None = None
+    max_bytes: int | None = None
+    before_time: int | None = None
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One answer of a fetch session (ReadSegments): the segments with something new.
+
+    ``reads`` hold, per segment, whole events from where its reader was
+    (then the segment waits to be re-armed), or no data and a higher or
+    other watermark (it stays armed), or its end (it left the session).
+    ``failures`` name the segments that failed, each with the error its own
+    read would have raised (they left the session). ``reopened`` says the
+    session was opened anew for this answer (the server had lost it).
+    """
+
+    reads: tuple[ReadResult, ...] = ()
+    failures: tuple[tuple[str, TidemarkError], ...] = ()
+    reopened: bool = False

@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from connector.clock import Clock, SystemClock
 from connector.errors import DataDirLockedError, InvalidArgumentError, StoreUnavailableError
 from connector.security import ServerTls, TokenTable
+from connector.server.fetch_sessions import FetchLimits
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
 from connector.server.store_server import StoreServer
 from connector.store import StorageConfig, StoreConfig
@@ -83,6 +84,49 @@ def _parser() -> argparse.ArgumentParser:
         help=(
             "reads one connection may have waiting at segment tails; one more is refused "
             f"with RESOURCE_EXHAUSTED (default {DEFAULT_PARKED_READS_PER_CONNECTION})"
+        ),
+    )
+    limits = parser.add_argument_group("limits")
+    limits.add_argument(
+        "--max-segments",
+        type=int,
+        default=100_000,
+        help="segments the store holds at most, sealed ones too (default 100000)",
+    )
+    limits.add_argument(
+        "--max-segments-per-stream",
+        type=int,
+        help=(
+            "open segments one stream may have: a creation or a scale past it is refused "
+            "(default 16384; 999, the most, on JetStream)"
+        ),
+    )
+    fetch = FetchLimits()
+    limits.add_argument(
+        "--max-fetch-sessions",
+        type=int,
+        default=fetch.sessions,
+        help=f"ReadSegments fetch sessions open on the server (default {fetch.sessions})",
+    )
+    limits.add_argument(
+        "--max-fetch-sessions-per-connection",
+        type=int,
+        default=fetch.sessions_per_connection,
+        help=f"fetch sessions of one connection (default {fetch.sessions_per_connection})",
+    )
+    limits.add_argument(
+        "--max-fetch-session-segments",
+        type=int,
+        default=fetch.session_segments,
+        help=f"segments one fetch session follows (default {fetch.session_segments})",
+    )
+    limits.add_argument(
+        "--max-fetch-cursors",
+        type=int,
+        default=fetch.cursors,
+        help=(
+            "segments followed over every fetch session, about a kilobyte of memory each "
+            f"(default {fetch.cursors})"
         ),
     )
     parser.add_argument(
@@ -167,12 +211,17 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
         "writer_idle_timeout_ms": args.writer_idle_timeout_ms,
+        "max_segments": args.max_segments,
     }
+    if args.max_segments_per_stream is not None:
+        values["max_segments_per_stream"] = args.max_segments_per_stream
     if (args.tls_cert is None) != (args.tls_key is None):
         _refuse("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
         _refuse("--tls-client-ca needs --tls-cert and --tls-key")
+    fetch_names = ("sessions", "sessions_per_connection", "session_segments", "cursors")
     try:
+        fetch_limits = FetchLimits(**{n: getattr(args, f"max_fetch_{n}") for n in fetch_names})
         tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
         tokens = TokenTable(args.token_file) if args.token_file else None
         return StoreServer(
@@ -183,13 +232,16 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
             allow_unauthenticated=args.allow_unauthenticated,
             metrics_listen=args.metrics_listen,
             max_parked_reads_per_connection=args.max_parked_reads_per_connection,
+            fetch_limits=fetch_limits,
         )
     except DataDirLockedError as error:
         _refuse(str(error), DATA_DIR_LOCKED_EXIT)
     except InvalidArgumentError as error:
         message = str(error)
         # The store and the server name their fields: say the flags instead.
-        for name in [*values, "max_parked_reads_per_connection"]:
+        fetch_flags = [f"max_fetch_{n}" for n in fetch_names]
+        names = [*values, "max_parked_reads_per_connection", *fetch_flags]
+        for name in sorted(names, key=len, reverse=True):  # a name inside a longer one last
             message = message.replace(name, "--" + name.replace("_", "-"))
         for name, flag in _JETSTREAM_FLAGS.items():
             message = message.replace(name, flag)
