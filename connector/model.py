@@ -15,6 +15,7 @@ __all__ = [
     "initial_watermark",
     "AssertionResult",
     "Fence",
+    "FetchPosition",
     "FetchResult",
     "PlanRequest",
     "PlannedRead",
@@ -337,6 +338,34 @@ class PlanRequest:
     max_events: int | None = None
     max_bytes: int | None = None
     before_time: int | None = None
+
+
+@dataclass(frozen=True)
+class FetchPosition:
+    """Where a fetch session's reader is in a segment, and the watermarks it was told there.
+
+    Both ends of a session keep it: the server to answer only what is new,
+    the reader to open the session again from what it received.
+    ``known_watermark`` None: nothing told yet (the next answer tells it).
+    """
+
+    offset: int
+    known_watermark: int | None = None
+    known_event_time: int | None = None
+
+    def after(self, read: ReadResult) -> FetchPosition:
+        """The position once ``read`` (an answer of the segment) was received."""
+        return FetchPosition(read.next_offset, read.watermark, read.event_time_watermark)
+
+    def is_news(self, read: ReadResult) -> bool:
+        """Whether ``read``, from this position, tells anything not known: data, a rise, an end."""
+        return bool(
+            read.data
+            or read.end_of_segment
+            or self.known_watermark is None
+            or read.watermark > self.known_watermark
+            or read.event_time_watermark != self.known_event_time
+        )
 
 
 @dataclass(frozen=True)

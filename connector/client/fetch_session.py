@@ -24,18 +24,16 @@ from dataclasses import dataclass
 from connector._proto import store_pb2 as _pb
 from connector.client.connection import StoreClient, failure_error, read_result
 from connector.errors import ClosedError, FetchSessionError, TidemarkError
-from connector.model import FetchResult, ReadResult
+from connector.model import FetchPosition, FetchResult, ReadResult
 
 __all__ = ["FetchSession"]
 
 
 @dataclass
 class _Cursor:
-    """A segment as this side knows it: where its reader is, what it was told, its arming."""
+    """A segment as this side knows it: where its reader is, and its arming."""
 
-    offset: int
-    known_watermark: int | None = None
-    known_event_time: int | None = None
+    position: FetchPosition
     armed: bool = True
     #: Whether the server's session holds it as it stands here (else the next call sends it).
     sent: bool = False
@@ -43,12 +41,13 @@ class _Cursor:
     rearmed: bool = False
 
     def message(self, segment: str) -> _pb.Cursor:
-        known = self.known_watermark
+        position = self.position
+        known = position.known_watermark
         return _pb.Cursor(
             segment=segment,
-            offset=self.offset,
+            offset=position.offset,
             known_watermark=known,
-            known_event_time_watermark=self.known_event_time if known is not None else None,
+            known_event_time_watermark=None if known is None else position.known_event_time,
         )
 
 
@@ -82,10 +81,13 @@ class FetchSession:
         """The segments in the session, in the order they were added."""
         return tuple(self._cursors)
 
-    def position(self, segment: str) -> tuple[int, int | None, int | None, bool]:
-        """``segment``'s offset, known watermark, known event time and whether it is armed."""
-        cursor = self._cursors[segment]
-        return cursor.offset, cursor.known_watermark, cursor.known_event_time, cursor.armed
+    def position(self, segment: str) -> FetchPosition:
+        """Where ``segment``'s reader is, and the watermarks it was told there."""
+        return self._cursors[segment].position
+
+    def armed(self, segment: str) -> bool:
+        """Whether ``segment`` is armed (False: answered with data, not re-armed since)."""
+        return self._cursors[segment].armed
 
     def add(
         self,
@@ -103,7 +105,7 @@ class FetchSession:
         """
         self._check_open()
         self._released.discard(segment)
-        self._cursors[segment] = _Cursor(offset, known_watermark, known_event_time)
+        self._cursors[segment] = _Cursor(FetchPosition(offset, known_watermark, known_event_time))
 
     def rearm(self, segment: str) -> None:
         """Arms ``segment`` again: its reader consumed the data of its last answer."""
@@ -183,10 +185,8 @@ class FetchSession:
         cursor = self._cursors.get(read.segment)
         if cursor is None:
             return
-        cursor.offset = read.next_offset
-        cursor.known_watermark = read.watermark
-        cursor.known_event_time = read.event_time_watermark
-        if read.data:
+        cursor.position = cursor.position.after(read)
+        if read.data:  # disarmed, there as here, until re-armed
             cursor.armed = False
 
     def _forget_session(self) -> None:

@@ -39,6 +39,15 @@ __all__ = ["main"]
 _log = logging.getLogger("connector.server")
 
 
+#: The fetch session limits (FetchLimits' fields, flags --max-fetch-...), and what each bounds.
+_FETCH_FLAGS = {
+    "sessions": "ReadSegments fetch sessions open on the server",
+    "sessions_per_connection": "fetch sessions of one connection",
+    "session_segments": "segments one fetch session follows",
+    "cursors": "segments followed over every fetch session, about a kilobyte of memory each",
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidemark-server", description="Serve a Tidemark store.")
     parser.add_argument(
@@ -102,33 +111,14 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     fetch = FetchLimits()
-    limits.add_argument(
-        "--max-fetch-sessions",
-        type=int,
-        default=fetch.sessions,
-        help=f"ReadSegments fetch sessions open on the server (default {fetch.sessions})",
-    )
-    limits.add_argument(
-        "--max-fetch-sessions-per-connection",
-        type=int,
-        default=fetch.sessions_per_connection,
-        help=f"fetch sessions of one connection (default {fetch.sessions_per_connection})",
-    )
-    limits.add_argument(
-        "--max-fetch-session-segments",
-        type=int,
-        default=fetch.session_segments,
-        help=f"segments one fetch session follows (default {fetch.session_segments})",
-    )
-    limits.add_argument(
-        "--max-fetch-cursors",
-        type=int,
-        default=fetch.cursors,
-        help=(
-            "segments followed over every fetch session, about a kilobyte of memory each "
-            f"(default {fetch.cursors})"
-        ),
-    )
+    for name, what in _FETCH_FLAGS.items():
+        default = getattr(fetch, name)
+        limits.add_argument(
+            f"--max-fetch-{name.replace('_', '-')}",
+            type=int,
+            default=default,
+            help=f"{what} (default {default})",
+        )
     parser.add_argument(
         "--pid-file",
         metavar="FILE",
@@ -219,9 +209,8 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         _refuse("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
         _refuse("--tls-client-ca needs --tls-cert and --tls-key")
-    fetch_names = ("sessions", "sessions_per_connection", "session_segments", "cursors")
     try:
-        fetch_limits = FetchLimits(**{n: getattr(args, f"max_fetch_{n}") for n in fetch_names})
+        fetch_limits = FetchLimits(**{n: getattr(args, f"max_fetch_{n}") for n in _FETCH_FLAGS})
         tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
         tokens = TokenTable(args.token_file) if args.token_file else None
         return StoreServer(
@@ -239,7 +228,7 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
     except InvalidArgumentError as error:
         message = str(error)
         # The store and the server name their fields: say the flags instead.
-        fetch_flags = [f"max_fetch_{n}" for n in fetch_names]
+        fetch_flags = [f"max_fetch_{n}" for n in _FETCH_FLAGS]
         names = [*values, "max_parked_reads_per_connection", *fetch_flags]
         for name in sorted(names, key=len, reverse=True):  # a name inside a longer one last
             message = message.replace(name, "--" + name.replace("_", "-"))

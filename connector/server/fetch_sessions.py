@@ -49,7 +49,7 @@ from connector.errors import (
     ResourceExhaustedError,
     TidemarkError,
 )
-from connector.model import ReadResult
+from connector.model import FetchPosition, ReadResult
 from connector.store import Storage
 from connector.store.reading import FollowedSegment
 
@@ -98,12 +98,10 @@ class FetchLimits:
 
 @dataclass(frozen=True)
 class CursorRequest:
-    """A segment to add, move (``offset`` given) or re-arm (``offset`` None) in a session."""
+    """A segment to add or move to ``position``, or (``position`` None) to re-arm, in a session."""
 
     segment: str
-    offset: int | None = None
-    known_watermark: int | None = None
-    known_event_time: int | None = None
+    position: FetchPosition | None = None
 
 
 @dataclass
@@ -118,31 +116,14 @@ class FetchAnswer:
 
 
 class _Cursor:
-    """One segment of a session: where its reader is, what it knows, whether it is armed."""
+    """One segment of a session: the segment followed, where its reader is, whether armed."""
 
-    __slots__ = ("armed", "followed", "known_event_time", "known_watermark", "offset")
+    __slots__ = ("armed", "followed", "position")
 
-    def __init__(self, followed: FollowedSegment, request: CursorRequest, offset: int):
+    def __init__(self, followed: FollowedSegment, position: FetchPosition):
         self.followed = followed
+        self.position = position
         self.armed = True
-        self.offset = offset
-        self.known_watermark = request.known_watermark
-        self.known_event_time = request.known_event_time
-
-    def move(self, request: CursorRequest, offset: int) -> None:
-        self.offset = offset
-        self.known_watermark = request.known_watermark
-        self.known_event_time = request.known_event_time
-
-    def is_news(self, read: ReadResult) -> bool:
-        """Whether ``read`` tells the reader anything it does not know."""
-        return bool(
-            read.data
-            or read.end_of_segment
-            or self.known_watermark is None
-            or read.watermark > self.known_watermark
-            or read.event_time_watermark != self.known_event_time
-        )
 
 
 class FetchSession:
@@ -235,9 +216,9 @@ class FetchSession:
         return failures
 
     def _place(self, store: Storage, request: CursorRequest) -> None:
-        name = request.segment
+        name, position = request.segment, request.position
         cursor = self._cursors.get(name)
-        if request.offset is None:
+        if position is None:
             if cursor is None:
                 msg = (
                     f"segment {name!r} is not in fetch session {self.id}: "
@@ -246,12 +227,12 @@ class FetchSession:
                 raise FailedPreconditionError(msg)
         elif cursor is None:
             followed = store.follow(
-                name, request.offset, request.known_watermark, lambda: self._changed(name)
+                name, position.offset, position.known_watermark, lambda: self._changed(name)
             )
-            cursor = self._cursors[name] = _Cursor(followed, request, request.offset)
+            cursor = self._cursors[name] = _Cursor(followed, position)
             self._armed += 1
         else:
-            cursor.move(request, request.offset)
+            cursor.position = position
         if not cursor.armed:
             cursor.armed = True
             self._armed += 1
@@ -284,31 +265,27 @@ class FetchSession:
             cursor = self._cursors.get(name)
             if cursor is None or not cursor.armed:
                 continue
+            position = cursor.position
             try:
                 read = cursor.followed.read(
-                    cursor.offset, min(max_bytes_per_segment, budget), cursor.known_watermark
+                    position.offset, min(max_bytes_per_segment, budget), position.known_watermark
                 )
             except TidemarkError as error:
                 answer.failures.append((name, error))
                 self._drop(name)
                 continue
-            if not cursor.is_news(read):
+            if not position.is_news(read):
                 continue
             answer.reads.append(read)
             budget -= len(read.data)
-            self._advance(name, cursor, read)
+            if read.end_of_segment:
+                self._drop(name)
+                continue
+            cursor.position = position.after(read)
+            if read.data:  # disarmed until its reader consumed the data
+                cursor.armed = False
+                self._armed -= 1
         return answer
-
-    def _advance(self, name: str, cursor: _Cursor, read: ReadResult) -> None:
-        if read.end_of_segment:
-            self._drop(name)
-            return
-        cursor.offset = read.next_offset
-        cursor.known_watermark = read.watermark
-        cursor.known_event_time = read.event_time_watermark
-        if read.data:
-            cursor.armed = False
-            self._armed -= 1
 
     def close(self) -> None:
         """Marks the session closed and wakes its parked call; closing twice is harmless.

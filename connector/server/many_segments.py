@@ -39,7 +39,7 @@ from connector.errors import (
     TidemarkError,
     quoted,
 )
-from connector.model import StreamTails
+from connector.model import FetchPosition, StreamTails
 from connector.security import Need, Right, caller
 from connector.server.fetch_sessions import (
     CursorRequest,
@@ -81,16 +81,13 @@ def _budget(name: str, value: int, default: int, most: int) -> int:
 
 
 def _cursor(message: Any) -> CursorRequest:
+    if not message.HasField("offset"):
+        return CursorRequest(message.segment)
     known = message.known_watermark if message.HasField("known_watermark") else None
     event_time = None
     if known is not None and message.HasField("known_event_time_watermark"):
         event_time = message.known_event_time_watermark
-    return CursorRequest(
-        message.segment,
-        message.offset if message.HasField("offset") else None,
-        known,
-        event_time,
-    )
+    return CursorRequest(message.segment, FetchPosition(message.offset, known, event_time))
 
 
 def _check_names(cursors: Sequence[CursorRequest], released: Sequence[str]) -> None:
@@ -264,7 +261,7 @@ class ManySegments:
                 return _pb.ReadSegmentsResponse(
                     session_id=request.session_id, session_epoch=request.session_epoch
                 )
-            added = [c.segment for c in cursors if c.offset is not None]
+            added = [c.segment for c in cursors if c.position is not None]
             session = self._sessions.begin(
                 owner, request.session_id, request.session_epoch, added, released
             )

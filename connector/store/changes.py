@@ -76,6 +76,8 @@ class Listeners:
 
     def notify(self) -> None:
         """Calls every listener; one that fails is logged, the others are still told."""
+        if not self._listeners:  # most segments have none: no lock, no copy
+            return
         with self._lock:
             listeners = list(self._listeners.values())
         for listener in listeners:
