@@ -22,6 +22,9 @@ for a session this server does not hold for its caller fails with
 reader opens a new one with every cursor, from what it received. A call that
 fails after its request was taken closes the session too.
 
+A store that cannot be reached fails the whole call (UNAVAILABLE, which a
+client retries; the session is closed and opened again), never a segment.
+
 Limits (:class:`FetchLimits`): sessions per server and per connection,
 segments per session and cursors over every session; a request beyond one is
 refused with RESOURCE_EXHAUSTED naming it and its option, before anything
@@ -47,6 +50,7 @@ from connector.errors import (
     FetchSessionError,
     InvalidArgumentError,
     ResourceExhaustedError,
+    StoreUnavailableError,
     TidemarkError,
 )
 from connector.model import FetchPosition, ReadResult
@@ -210,6 +214,8 @@ class FetchSession:
         for request in cursors:
             try:
                 self._place(store, request)
+            except StoreUnavailableError:
+                raise  # the whole call fails, and is retried: no segment leaves for it
             except TidemarkError as error:
                 failures.append((request.segment, error))
                 self._drop(request.segment)
@@ -258,9 +264,9 @@ class FetchSession:
         answer = FetchAnswer()
         budget = max_bytes
         names = self._take_dirty()
-        for position, name in enumerate(names):
+        for position_in_order, name in enumerate(names):
             if budget <= 0 or len(answer.reads) >= max_reads:
-                self._put_back_first(names[position:])
+                self._put_back_first(names[position_in_order:])
                 break
             cursor = self._cursors.get(name)
             if cursor is None or not cursor.armed:
@@ -270,6 +276,9 @@ class FetchSession:
                 read = cursor.followed.read(
                     position.offset, min(max_bytes_per_segment, budget), position.known_watermark
                 )
+            except StoreUnavailableError:
+                self._put_back_first(names[position_in_order:])
+                raise
             except TidemarkError as error:
                 answer.failures.append((name, error))
                 self._drop(name)

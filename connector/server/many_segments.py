@@ -3,7 +3,8 @@
 Each answers many streams or segments in one call, and each item fails on
 its own (a :class:`~connector._proto.store_pb2.Failure` with the status, message
 and metadata its own call would have had); only a malformed or over-limit
-request, or a fetch session's broken sequence, fails the whole call.
+request, a fetch session's broken sequence, or a store that cannot be
+reached (UNAVAILABLE, which clients retry) fails the whole call.
 
 A call that has nothing new to say waits once, parked on the loop without a
 thread (:class:`~connector.server.parked_reads.ParkedReads`, a call counting
@@ -36,6 +37,7 @@ from connector.errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     ResourceExhaustedError,
+    StoreUnavailableError,
     TidemarkError,
     quoted,
 )
@@ -182,6 +184,8 @@ class ManySegments:
         for scope, stream, incarnation, version in known:
             try:
                 tails.append(self._store.describe_tails(scope, stream, incarnation, version))
+            except StoreUnavailableError:
+                raise  # the whole call: a client retries it
             except TidemarkError as error:
                 tails.append(error)
         return tails
@@ -232,6 +236,8 @@ class ManySegments:
                     request.max_bytes or None,
                     request.before_time if request.HasField("before_time") else None,
                 )
+            except StoreUnavailableError:
+                raise  # the whole call: a client retries it
             except TidemarkError as error:
                 outcomes.append(_pb.PlanReadOutcome(error=failure_message(error)))
                 continue
