@@ -13,6 +13,7 @@ __all__ = [
     "DataDirLockedError",
     "DuplicateEventNumbersError",
     "FailedPreconditionError",
+    "FetchSessionError",
     "InvalidArgumentError",
     "NotFoundError",
     "PermissionDeniedError",
@@ -60,6 +61,16 @@ class FailedPreconditionError(TidemarkError):
 
 class ClosedError(FailedPreconditionError):
     """A reader, writer or client was used after it was closed."""
+
+
+class FetchSessionError(FailedPreconditionError):
+    """A fetch session's request did not follow its last answer: open a new session.
+
+    The session is unknown (never opened, expired, or opened on another
+    connection or server), or the request's epoch is not its last answer's
+    (an answer was lost, or a request sent twice). The server closes the
+    session; the caller opens a new one with every cursor it holds.
+    """
 
 
 class DataDirLockedError(FailedPreconditionError):
@@ -111,7 +122,9 @@ class ResourceExhaustedError(TidemarkError):
     Attributes:
         cause: which limit, in a word for metrics: ``out_of_disk_space``,
             ``too_many_open_files``, ``event_too_large``, ``batch_too_large``,
-            ``segment_limit``, ``parked_reads_limit``, or ``limit`` when unknown.
+            ``segment_limit``, ``stream_segment_limit``, ``parked_reads_limit``,
+            ``fetch_sessions_limit``, ``fetch_session_segments_limit``,
+            ``fetch_cursors_limit``, ``batch_limit``, or ``limit`` when unknown.
     """
 
     def __init__(self, message: str, cause: str = "limit"):

@@ -154,6 +154,9 @@ class LocalCluster:
     SIGKILL when the thread that started it ends, so start nodes from a
     thread that outlives them, as the main thread does); ``detached=True``
     lets them outlive it (``up`` on the command line; ``down`` stops them).
+    ``advertise=False`` keeps each node from telling clients the others'
+    URLs, so a client reaches the nodes only through the URLs it was given
+    (a test's proxies).
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class LocalCluster:
         password: str | None = None,
         binary: str | None = None,
         detached: bool = False,
+        advertise: bool = True,
     ):
         if nodes < 1:
             msg = f"a cluster needs at least one node, got {nodes!r}"
@@ -177,6 +181,8 @@ class LocalCluster:
         self.password = password
         self._binary = binary
         self.detached = detached
+        #: Whether nodes tell clients the other nodes' URLs (False: a client knows only its own).
+        self.advertise = advertise
         self.ports = _free_ports(host, nodes)
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -211,6 +217,7 @@ class LocalCluster:
             f"  name: {self.name}",
             f"  listen: {self.host}:{ports.cluster}",
             f"  routes: [{routes}]",
+            *([] if self.advertise else ["  no_advertise: true"]),
             "}",
         ]
         if self.user is not None:

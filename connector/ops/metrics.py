@@ -27,7 +27,14 @@ Names, all prefixed ``tidemark_``:
 - ``idle_ticks_total``: idle ticks given to segments.
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
 - ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
-  a watermark rise (they hold no server thread while they wait).
+  a watermark rise (they hold no server thread while they wait);
+  ``parked_calls`` {method}: calls parked on the server's loop until
+  something changes (``ReadSegment``, and ``ReadSegments`` and
+  ``DescribeTails``, each counting once whatever it waits on).
+- ``fetch_sessions``, ``fetch_session_segments``,
+  ``fetch_session_armed_segments``: ReadSegments' fetch sessions open, the
+  segments they follow, and those armed (not waiting for their reader to
+  consume data).
 - ``stream_tail_watermark_timestamp_seconds`` and
   ``stream_tail_watermark_lag_seconds`` {stream}: the lowest watermark of the
   stream's open segments, and how far it is behind the store's clock.
@@ -151,24 +158,23 @@ class _StoreStateCollector(Collector):
         count = 0
         ids = store.stream_ids()
         for scope, stream in ids:
-            try:
-                description = store.describe_stream(scope, stream)
-                infos = [
-                    store.segment_info(s.segment) for s in description.segments if not s.sealed
-                ]
+            try:  # from memory: no call per segment
+                tails = [t for t in store.describe_tails(scope, stream).segments if not t.sealed]
+                held = [t for t in tails if t.event_time_watermark is not None]
+                active = {w.writer_id for t in held for w in store.segment_info(t.segment).writers}
             except TidemarkError:  # gone or closing while we looked
                 continue
-            count += len(infos)
+            count += len(tails)
             name = f"{scope}/{stream}"
-            if infos:
-                mark = min(i.watermark for i in infos)
+            if tails:
+                mark = min(t.watermark for t in tails)
                 watermark.add_metric([name], mark / 1000)
                 lag.add_metric([name], max(0, now - mark) / 1000)
-            held = [i.event_time_watermark for i in infos if i.event_time_watermark is not None]
             if held:
-                event_time.add_metric([name], min(held) / 1000)
-                event_time_lag.add_metric([name], max(0, now - min(held)) / 1000)
-            writers.add_metric([name], len({w.writer_id for i in infos for w in i.writers}))
+                least = min(t.event_time_watermark or 0 for t in held)
+                event_time.add_metric([name], least / 1000)
+                event_time_lag.add_metric([name], max(0, now - least) / 1000)
+            writers.add_metric([name], len(active))
         open_segments.add_metric([], count)
         streams.add_metric([], len(ids))
         yield open_segments
@@ -196,6 +202,43 @@ class _StoreStateCollector(Collector):
             "1 while the store takes writes, 0 while it refuses them (full disk, failure).",
             value=1 if store.accepting_writes else 0,
         )
+
+
+class _CallStateCollector(Collector):
+    """The server's fetch sessions and parked calls, counted when Prometheus scrapes."""
+
+    def __init__(
+        self,
+        sessions: Callable[[], tuple[int, int, int]],
+        parked: Callable[[], dict[str, int]],
+    ):
+        self._sessions = sessions
+        self._parked = parked
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
+        open_sessions, segments, armed = self._sessions()
+        yield GaugeMetricFamily(
+            "tidemark_fetch_sessions", "ReadSegments fetch sessions open.", value=open_sessions
+        )
+        yield GaugeMetricFamily(
+            "tidemark_fetch_session_segments",
+            "Segments the fetch sessions follow (their cursors).",
+            value=segments,
+        )
+        yield GaugeMetricFamily(
+            "tidemark_fetch_session_armed_segments",
+            "Cursors armed: answered when their segment changes (the others wait for their "
+            "reader to consume data).",
+            value=armed,
+        )
+        parked = GaugeMetricFamily(
+            "tidemark_parked_calls",
+            "Calls parked until something changes, holding no thread, by method.",
+            labels=["method"],
+        )
+        for method, count in sorted(self._parked().items()):
+            parked.add_metric([method], count)
+        yield parked
 
 
 class _ReaderGroupCollector(Collector):
@@ -426,6 +469,14 @@ class StoreMetrics:
             store.accepting_writes, tasks(), store.config.clock.now_ms()
         )
         self._http: WSGIServer | None = None
+
+    def watch_calls(
+        self,
+        sessions: Callable[[], tuple[int, int, int]],
+        parked: Callable[[], dict[str, int]],
+    ) -> None:
+        """Counts the server's fetch sessions (open, segments, armed) and parked calls by method."""
+        self.registry.register(_CallStateCollector(sessions, parked))
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
         """Counts ``events`` as stored in ``segment``."""

@@ -59,6 +59,7 @@ from connector.errors import (
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES
 from connector.model import ReplicaState, StreamDescription
 from connector.names import SegmentId, validate_name
+from connector.store.changes import StreamChanges
 from connector.store.config import StoreObserver
 from connector.store.engine import AppendOutcome, Creation, Decide, PlanBatch, Riding, Stored
 from connector.store.front import StoreFront
@@ -74,6 +75,7 @@ from connector.store.jetstream.naming import meta_subject, stream_config, stream
 from connector.store.jetstream.publisher import HEADER_ROOM, Publisher
 from connector.store.jetstream.segment import JetStreamSegment
 from connector.store.jetstream.state import StateBucket
+from connector.store.published import PublishedSegment
 from connector.store.records import Record, StreamCreated, StreamTruncated
 from connector.store.streams import StreamEntry
 
@@ -239,6 +241,10 @@ class JetStreamEngine:
     def stream(self, scope: str, stream: str) -> StreamEntry[JetStreamSegment]:
         """The stream as this server's view holds it now."""
         return self._follower(scope, stream).log.snapshot()
+
+    def changes(self, scope: str, stream: str) -> StreamChanges[PublishedSegment]:
+        """The record of the stream's changes as this server applied them (pushed or pulled)."""
+        return self._follower(scope, stream).log.entry.changes
 
     def describe(self, scope: str, stream: str) -> StreamDescription:
         """The stream as the cluster has it: this server's view is brought up to date first."""
