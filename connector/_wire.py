@@ -6,6 +6,7 @@ import grpc
 
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -44,6 +45,10 @@ SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
 #: With ResourceExhaustedError: which limit the request met (its ``cause``).
 CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
+#: With DataLossError: the damaged offset and where the next append starts (the segment
+#: goes under SEALED_SEGMENT_KEY).
+DAMAGED_OFFSET_KEY = f"{ERROR_KIND_KEY}-offset"
+NEXT_OFFSET_KEY = f"{ERROR_KIND_KEY}-next-offset"
 
 #: Each domain error and the gRPC status code it travels as, one table for both ways: the
 #: server answers an error with the code of the first class it is an instance of (anything
@@ -58,4 +63,5 @@ ERROR_STATUS: tuple[tuple[type[TidemarkError], grpc.StatusCode], ...] = (
     (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
     (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
+    (DataLossError, grpc.StatusCode.DATA_LOSS),
 )

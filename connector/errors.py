@@ -10,7 +10,9 @@ __all__ = [
     "AlreadyExistsError",
     "quoted",
     "ClosedError",
+    "DataDirDamagedError",
     "DataDirLockedError",
+    "DataLossError",
     "DuplicateEventNumbersError",
     "FailedPreconditionError",
     "InvalidArgumentError",
@@ -117,6 +119,44 @@ class ResourceExhaustedError(TidemarkError):
     def __init__(self, message: str, cause: str = "limit"):
         super().__init__(message)
         self.cause = cause
+
+
+class DataLossError(TidemarkError):
+    """Stored data failed its checksum: acknowledged events cannot be read back as written.
+
+    Never retried: the same bytes fail again. A read gets it at the first
+    damaged event, after every intact one before it was served.
+
+    Attributes:
+        segment: the segment whose data is damaged ("" when not a segment's).
+        offset: the byte offset of the first damaged event (-1: unknown).
+        next_offset: where the next intact event starts, when the store
+            knows (-1: unknown); reading on from there skips the damage.
+    """
+
+    def __init__(self, message: str, segment: str = "", offset: int = -1, next_offset: int = -1):
+        super().__init__(message)
+        self.segment = segment
+        self.offset = offset
+        self.next_offset = next_offset
+
+
+class DataDirDamagedError(DataLossError):
+    """A data dir holds damage a crash cannot explain: the store refuses to open it.
+
+    A torn tail (the part of a write a crash cut short, never acknowledged)
+    is cut at start; anything else that fails its checksum is refused, and
+    nothing is cut or deleted. ``tidemarkctl data-dir check DIR`` says what
+    is damaged and what a repair would keep.
+
+    Attributes:
+        path: the damaged file.
+        offset: the byte offset of the damage in it.
+    """
+
+    def __init__(self, message: str, path: str = "", offset: int = -1):
+        super().__init__(message, offset=offset)
+        self.path = path
 
 
 class StoreUnavailableError(TidemarkError, ConnectionError):

@@ -24,16 +24,19 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
     CAUSE_KEY,
+    DAMAGED_OFFSET_KEY,
     ERROR_KIND_KEY,
     ERROR_STATUS,
     FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
+    NEXT_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
 from connector.client.repeats import scale_made, seal_made, state_written, stream_created
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -97,6 +100,14 @@ def parse_uri(uri: str) -> str:
     return address
 
 
+def _number(text: str | None) -> int:
+    """An offset sent in metadata; -1 when missing or not a number."""
+    try:
+        return int(text) if text is not None else -1
+    except ValueError:
+        return -1
+
+
 def _domain_error(error: grpc.RpcError) -> TidemarkError:
     code = error.code()
     details = error.details() or code.name
@@ -115,6 +126,13 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
         )
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and CAUSE_KEY in metadata:
         return ResourceExhaustedError(details, cause=metadata[CAUSE_KEY])
+    if code == grpc.StatusCode.DATA_LOSS:
+        return DataLossError(
+            details,
+            metadata.get(SEALED_SEGMENT_KEY, ""),
+            _number(metadata.get(DAMAGED_OFFSET_KEY)),
+            _number(metadata.get(NEXT_OFFSET_KEY)),
+        )
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
 
 

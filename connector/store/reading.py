@@ -6,6 +6,12 @@ checked the request's arguments, and the engine found the segment and made
 sure its view reaches the offset asked for), and counts the reads waiting at
 tails; :func:`plan` serves :meth:`Storage.plan_read`. An engine's own part is
 where the bytes come from (:meth:`PublishedSegment.read_bytes`).
+
+Every frame a read serves is checked against its checksum first, whatever
+the storage (a flipped bit on a disk, a replica's damaged copy): a read
+serves the intact events before a damaged one, and a read at the damaged
+one fails with :class:`~connector.errors.DataLossError` naming the segment,
+the offset and where the next append starts. Nothing damaged is served.
 """
 
 from __future__ import annotations
@@ -13,11 +19,26 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from connector.errors import DataLossError
+from connector.framing import intact_prefix
 from connector.model import PlannedRead, ReadResult
 from connector.store.published import PublishedSegment
 from connector.store.read_plan import plan_read
 
-__all__ = ["TailReaders", "plan"]
+__all__ = ["TailReaders", "damaged", "plan"]
+
+
+def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError:
+    """The error of a read that meets the damaged event at ``offset`` of ``target``."""
+    following = target.boundary_after(offset)
+    after = (
+        f"; the next append starts at offset {following}"
+        if following is not None
+        else "; no append starts after it"
+    )
+    where = f"segment {target.name!r} at offset {offset}"
+    msg = f"data loss in {where}: the event there {reason}{after}"
+    return DataLossError(msg, target.name, offset, -1 if following is None else following)
 
 
 class TailReaders:
@@ -64,8 +85,16 @@ class TailReaders:
         stop = offset
         data = b""
         if offset < snapshot.committed_end:
-            stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
+            end = snapshot.committed_end
+            # A damaged header may claim a frame past the end: never read beyond it.
+            stop = min(target.read_stop(offset, min(end, offset + max_bytes)), end)
             data = target.read_bytes(offset, stop)
+            intact, _, reason = intact_prefix(data, offset)
+            if reason is not None:
+                if intact == 0:
+                    raise damaged(target, offset, reason)
+                data, stop = data[:intact], offset + intact
+                target.remember_boundary(stop)  # the next read starts at the damage
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
         watermark, event_time = target.watermarks_after(stop)
         return ReadResult(
