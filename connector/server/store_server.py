@@ -112,7 +112,9 @@ class StoreServer:
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
         self.store = open_storage(config)
-        self.health = HealthReporter(self.store)
+        self.health = HealthReporter(
+            self.store, data_intact=lambda: not self.metrics.data_loss.found
+        )
         self.metrics = StoreMetrics(self.store, self.background_status)
         self._metrics_listen = metrics_listen
         self.metrics_address: str | None = None
