@@ -50,6 +50,10 @@ CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
 DAMAGED_OFFSET_KEY = f"{ERROR_KIND_KEY}-offset"
 NEXT_OFFSET_KEY = f"{ERROR_KIND_KEY}-next-offset"
 
+#: The health service's name for "no read met damaged data": SERVING until a read is
+#: answered DATA_LOSS (not a gRPC service of its own; see connector.ops.data_loss).
+DATA_SERVICE = "tidemark.v1.SegmentStore/data"
+
 #: Each domain error and the gRPC status code it travels as, one table for both ways: the
 #: server answers an error with the code of the first class it is an instance of (anything
 #: else is INTERNAL); the client raises the class of the code it gets (others: TidemarkError).

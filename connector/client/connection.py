@@ -596,13 +596,19 @@ class StoreClient:
 
     # --- health ---------------------------------------------------------------
 
-    def health(self) -> str:
+    def health(self, service: str = "") -> str:
         """The server's answer to the standard gRPC health check: ``"SERVING"`` or another.
 
-        ``"SERVING"`` while the store takes writes, ``"NOT_SERVING"`` while it
-        refuses them or is stopping. Needs no token.
+        For ``service`` ``""``: ``"SERVING"`` while the store takes writes,
+        ``"NOT_SERVING"`` while it refuses them or is stopping. For
+        ``connector._wire.DATA_SERVICE``: ``"NOT_SERVING"`` once a read
+        met damaged data. Needs no token.
+
+        Raises:
+            NotFoundError: the server does not know ``service``.
         """
-        answer = self._invoke(self._health.Check, health_pb2.HealthCheckRequest(service=""))
+        request = health_pb2.HealthCheckRequest(service=service)
+        answer = self._invoke(self._health.Check, request)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
 
     # --- lifecycle ------------------------------------------------------------

@@ -27,6 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from connector._proto import store_pb2 as _pb
+from connector._wire import DATA_SERVICE
 from connector.background import BackgroundTask, TaskStatus
 from connector.store import Storage
 
@@ -34,8 +35,6 @@ __all__ = ["DATA_SERVICE", "STORE_SERVICE", "HealthReporter", "add_reflection", 
 
 #: The full name of the store's gRPC service.
 STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
-#: The health service's name for "no read met damaged data" (not a gRPC service of its own).
-DATA_SERVICE = f"{STORE_SERVICE}/data"
 
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -20,12 +20,15 @@ from collections.abc import Callable
 
 import grpc
 import pytest
+from click.testing import CliRunner
 from grpc_health.v1 import health_pb2
 
+from connector._wire import DATA_SERVICE
+from connector.cli import cli
+from connector.cli.app import EXIT_DATA_LOSS
 from connector.client import StoreClient, StringSerializer
 from connector.errors import DataLossError
 from connector.framing import iter_frames
-from connector.ops.health import DATA_SERVICE
 from connector.reader import ReaderGroupManager
 from connector.server import StoreServer
 from connector.store import SegmentStore, StorageConfig
@@ -79,6 +82,7 @@ def test_a_damaged_event_is_data_loss_at_the_client_a_metric_and_a_health_state(
             damaged = frames[12]  # the third event of the third append
             _flip(server, segment, damaged.offset + 20)
             wait_until(lambda: health_of(channel, DATA_SERVICE) == SERVING, what="intact")
+            assert CliRunner().invoke(cli, ["--uri", server.uri, "health"]).exit_code == 0
 
             served = client.read(segment, 0, 1 << 20)
             assert served.next_offset == damaged.offset
@@ -100,6 +104,8 @@ def test_a_damaged_event_is_data_loss_at_the_client_a_metric_and_a_health_state(
             )
             wait_until(lambda: health_of(channel, DATA_SERVICE) == NOT_SERVING, what="damaged")
             assert health_of(channel) == SERVING  # it still takes writes
+            said = CliRunner().invoke(cli, ["--uri", server.uri, "health"])
+            assert said.exit_code == EXIT_DATA_LOSS and "damaged data" in said.output
             assert client.append(segment, "w", 20, [b"after"]).appended == 1
 
             # A reader reads up to the damage, then fails with it at once, every time.
