@@ -11,7 +11,14 @@ errors, so no engine error ever reaches a client as a wrong status:
   nats-py reports like a missing stream), a request timed out (its outcome is
   unknown), the connection is down. Never NOT_FOUND;
 - :class:`WrongLastSequence`: a publish's expected last sequence did not hold
-  (JetStream error 10071): someone else wrote first;
+  (JetStream error 10071): someone else wrote first. Only 10071 says so;
+- :class:`SubjectBusy` (an :class:`EngineUnavailable`): JetStream error
+  10164, another conditional publish on the same subject is not committed
+  yet. This publish was not stored, but whether its expectation holds is
+  unknown: the one in flight (an earlier try of this very write, whose
+  answer timed out while the cluster had no quorum) may still be stored
+  once a quorum is back. So it is never a refusal: a caller that cannot
+  take "not stored, try again" retries with backoff and ends UNAVAILABLE;
 - :class:`StreamMissing` and :class:`NoMessage`: JetStream said the stream,
   or the message, does not exist (a proper answer, codes 10059 and 10037);
 - :class:`EngineRefused`: any other refusal, with JetStream's description.
@@ -53,6 +60,7 @@ __all__ = [
     "Fetched",
     "NoMessage",
     "StreamMissing",
+    "SubjectBusy",
     "WrongLastSequence",
 ]
 
@@ -63,7 +71,10 @@ _T = TypeVar("_T")
 _API = "$JS.API"
 _EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 _KV_OPERATION = "KV-Operation"
-_WRONG_LAST_SEQUENCE = frozenset({10071, 10164})
+_WRONG_LAST_SEQUENCE = 10071
+#: JetStream's "wrong last sequence" without a sequence: another conditional publish on the
+#: subject is in flight (not committed yet). Not a refusal: see SubjectBusy.
+_SUBJECT_BUSY = 10164
 _STREAM_NOT_FOUND = 10059
 _NO_MESSAGE = 10037
 _CLUSTER_UNAVAILABLE = frozenset({10008, 10074, 10075})
@@ -73,8 +84,16 @@ class EngineUnavailable(StoreUnavailableError):
     """The JetStream cluster could not answer (no quorum, no leader, timed out, disconnected)."""
 
 
+class SubjectBusy(EngineUnavailable):
+    """Another conditional publish on the subject is not committed yet (JetStream error 10164).
+
+    This publish was not stored; whether its expected sequence holds is
+    unknown until the one in flight is committed or dropped.
+    """
+
+
 class WrongLastSequence(TidemarkError):
-    """A publish or key update expected a last sequence that no longer holds."""
+    """A publish or key update expected a last sequence that no longer holds (error 10071)."""
 
 
 class StreamMissing(TidemarkError):
@@ -103,8 +122,13 @@ def _refusal(error: Mapping[str, Any], what: str) -> TidemarkError:
     """The error a JetStream API error object stands for."""
     code = error.get("err_code")
     description = error.get("description", "")
-    if code in _WRONG_LAST_SEQUENCE:
+    if code == _WRONG_LAST_SEQUENCE:
         return WrongLastSequence(f"{what}: {description}")
+    if code == _SUBJECT_BUSY:
+        return SubjectBusy(
+            f"{what}: another write to the same key or segment is not committed yet "
+            f"(the JetStream cluster may have lost its quorum; {description})"
+        )
     if code == _STREAM_NOT_FOUND:
         return StreamMissing(f"{what}: {description}")
     if code == _NO_MESSAGE:

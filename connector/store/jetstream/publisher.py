@@ -38,6 +38,7 @@ from connector.store.jetstream.engine import (
     Engine,
     EngineUnavailable,
     StreamMissing,
+    SubjectBusy,
     WrongLastSequence,
 )
 from connector.store.jetstream.follower import Follower
@@ -289,8 +290,8 @@ class Publisher:
             seq = await self._nats.publish(
                 segment.subject, b"", tick_headers(time_ms), expected_last_subject_seq=last_seq
             )
-        except WrongLastSequence:
-            return False  # written meantime (an append, or another server's tick)
+        except (WrongLastSequence, SubjectBusy):
+            return False  # written meantime or being written (an append, another tick)
         follower.log.apply_published(seq, segment.subject, TickMessage(time_ms))
         return True
 
