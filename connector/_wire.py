@@ -45,7 +45,7 @@ SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
 #: With ResourceExhaustedError: which limit the request met (its ``cause``).
 CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
-#: With DataLossError: the damaged offset and where the next append starts (the segment
+#: With DataLossError: the damaged offset and where its append ends (the segment
 #: goes under SEALED_SEGMENT_KEY).
 DAMAGED_OFFSET_KEY = f"{ERROR_KIND_KEY}-offset"
 NEXT_OFFSET_KEY = f"{ERROR_KIND_KEY}-next-offset"

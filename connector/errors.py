@@ -130,8 +130,9 @@ class DataLossError(TidemarkError):
     Attributes:
         segment: the segment whose data is damaged ("" when not a segment's).
         offset: the byte offset of the first damaged event (-1: unknown).
-        next_offset: where the next intact event starts, when the store
-            knows (-1: unknown); reading on from there skips the damage.
+        next_offset: where the append holding the damage ends (-1: unknown):
+            reading on from there skips the damage, and the events of that
+            append after it.
     """
 
     def __init__(self, message: str, segment: str = "", offset: int = -1, next_offset: int = -1):

@@ -56,7 +56,7 @@ def data_dir_repair(settings: Settings, directory: str) -> Shown:
 
     Writes a new journal (the damaged one is kept beside it as
     journal.log.damaged-TIME); changes no data file. Damaged events inside a
-    data file stay: reads answer DATA_LOSS there, naming where the next
-    append starts.
+    data file stay: reads answer DATA_LOSS there, naming where their append
+    ends.
     """
     return _shown(settings, repair(directory))

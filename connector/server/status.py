@@ -42,7 +42,7 @@ def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
     Every error sends its class name; a SegmentSealedError also sends its
     segment and successors (comma-separated), a TruncatedError its segment
     and first readable offset, a ResourceExhaustedError its cause, a
-    DataLossError its segment, the damaged offset and where the next append starts.
+    DataLossError its segment, the damaged offset and where its append ends.
     """
     metadata = ((ERROR_KIND_KEY, type(error).__name__),)
     if isinstance(error, SegmentSealedError):

@@ -11,7 +11,7 @@ Every frame a read serves is checked against its checksum first, whatever
 the storage (a flipped bit on a disk, a replica's damaged copy): a read
 serves the intact events before a damaged one, and a read at the damaged
 one fails with :class:`~connector.errors.DataLossError` naming the segment,
-the offset and where the next append starts. Nothing damaged is served.
+the offset and where the append holding it ends. Nothing damaged is served.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError
     """The error of a read that meets the damaged event at ``offset`` of ``target``."""
     following = target.boundary_after(offset)
     after = (
-        f"; the next append starts at offset {following}"
+        f"; its append ends at offset {following}: read on from there"
         if following is not None
-        else "; no append starts after it"
+        else ""
     )
     where = f"segment {target.name!r} at offset {offset}"
     msg = f"data loss in {where}: the event there {reason}{after}"

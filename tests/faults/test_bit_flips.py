@@ -10,7 +10,7 @@ on the copy. The store must either serve every acknowledged event, or refuse
 to start naming the damaged file and offset (exit code 5, every file left as
 it was), or serve every event before the damage and answer the read at the
 damaged offset with ``DATA_LOSS`` (naming the segment, the offset and where
-the next append starts, from which reading goes on). It never serves fewer
+where its append ends, from which reading goes on). It never serves fewer
 events without saying so. A torn tail (an append a crash cut short, never
 acknowledged) is still cut quietly.
 """
@@ -211,7 +211,7 @@ def _read_through(
 ) -> tuple[list[tuple[int, bytes]], list[DataLossError]]:
     """Every event of ``segment`` served, with its offset, and each DATA_LOSS met on the way.
 
-    After a DATA_LOSS the read goes on where it says the next append starts.
+    After a DATA_LOSS the read goes on where it says the damaged event's append ends.
     """
     served: list[tuple[int, bytes]] = []
     losses: list[DataLossError] = []

@@ -25,8 +25,8 @@ every record and every event that can be proved, and writes a new journal:
   writer sends again may then be stored twice; nothing acknowledged is
   lost);
 - nothing of a data file is changed: a damaged event inside committed data
-  stays, and reads answer DATA_LOSS there, naming where the next append
-  starts (read on from there, or truncate the stream at it).
+  stays, and reads answer DATA_LOSS there, naming where its append ends
+  (read on from there, or truncate the stream at it).
 
 The damaged journal is kept beside the new one (``journal.log.damaged-*``).
 A data file that holds less than its commits is not repaired: restore it.
@@ -296,7 +296,7 @@ def _check_segment(
             following = segment.boundary_after(offset) or end
             if following > segment.head:  # damage in truncated data costs nothing
                 cost = (
-                    f"reads answer DATA_LOSS there; the next append starts at offset {following}"
+                    f"reads answer DATA_LOSS there; its append ends at offset {following}"
                     if following < end
                     else "reads answer DATA_LOSS there; it is in the segment's last append"
                 )
