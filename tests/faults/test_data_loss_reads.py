@@ -15,7 +15,6 @@ error at once rather than retrying.
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Callable
 
 import grpc
@@ -31,39 +30,14 @@ from connector.errors import DataLossError
 from connector.framing import iter_frames
 from connector.reader import ReaderGroupManager
 from connector.server import StoreServer
-from connector.store import SegmentStore, StorageConfig
-from tests.conftest import new_stream_in, segment_inside, wait_until
-from tests.probes import health_of
+from connector.store import StorageConfig
+from tests.conftest import new_stream_in, wait_until
+from tests.probes import flip_stored_bit, health_of, scrape
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-
-
-def _flip(server: StoreServer, segment: str, offset: int) -> None:
-    """Flips a bit of the byte at ``offset`` of ``segment``'s stored data."""
-    if isinstance(server.store, SegmentStore):
-        path = segment_inside(server, segment).data_path  # type: ignore[attr-defined]
-        with open(path, "r+b") as file:
-            file.seek(offset)
-            byte = file.read(1)[0]
-            file.seek(offset)
-            file.write(bytes([byte ^ 0x04]))
-        return
-    engine = server.store.engine  # type: ignore[attr-defined]
-    follower, target = engine._segment(segment)  # type: ignore[attr-defined]  # noqa: SLF001
-    [(seq, start, _)] = target.messages_between(offset, offset + 1)
-    cache = engine._cache  # type: ignore[attr-defined]  # noqa: SLF001
-    payload = bytearray(cache.get(follower.stream_name, seq))
-    payload[offset - start] ^= 0x04
-    cache.put(follower.stream_name, seq, bytes(payload))
-
-
-def _metric(address: str, line_start: str) -> str | None:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:  # noqa: S310
-        text = answer.read().decode()
-    return next((line for line in text.splitlines() if line.startswith(line_start)), None)
 
 
 def test_a_damaged_event_is_data_loss_at_the_client_a_metric_and_a_health_state(
@@ -80,7 +54,7 @@ def test_a_damaged_event_is_data_loss_at_the_client_a_metric_and_a_health_state(
                 client.append(segment, "w", number * 5, events)
             frames = list(iter_frames(client.read(segment, 0, 1 << 20).data))
             damaged = frames[12]  # the third event of the third append
-            _flip(server, segment, damaged.offset + 20)
+            flip_stored_bit(server, segment, damaged.offset + 20)
             wait_until(lambda: health_of(channel, DATA_SERVICE) == SERVING, what="intact")
             assert CliRunner().invoke(cli, ["--uri", server.uri, "health"]).exit_code == 0
 
@@ -97,11 +71,9 @@ def test_a_damaged_event_is_data_loss_at_the_client_a_metric_and_a_health_state(
             rest = client.read(segment, loss.value.next_offset, 1 << 20)
             assert [f.payload for f in iter_frames(rest.data)] == [f.payload for f in frames[15:]]
 
-            stream_label = f'{{stream="{stream}"}}'
-            assert _metric(server.metrics_address, "tidemark_data_loss_reads_total" + stream_label)
-            assert _metric(server.metrics_address, "tidemark_damaged_segments ") == (
-                "tidemark_damaged_segments 1.0"
-            )
+            samples = scrape(server.metrics_address)
+            assert samples[("tidemark_data_loss_reads_total", (("stream", stream),))] >= 1
+            assert samples[("tidemark_damaged_segments", ())] == 1
             wait_until(lambda: health_of(channel, DATA_SERVICE) == NOT_SERVING, what="damaged")
             assert health_of(channel) == SERVING  # it still takes writes
             said = CliRunner().invoke(cli, ["--uri", server.uri, "health"])
