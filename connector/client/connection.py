@@ -474,6 +474,11 @@ class StoreClient:
 
         The server answers with at most 32 MiB of events (``MAX_READ_BYTES``) whatever
         ``max_bytes`` asks, so that an answer fits a gRPC message; read on from ``next_offset``.
+
+        Raises:
+            DataLossError: the event at ``offset`` fails its checksum (the
+                answer before stopped short of it); ``next_offset`` on the
+                error is where its append ends. Never retried.
         """
         request = _pb.ReadRequest(
             segment=segment,
