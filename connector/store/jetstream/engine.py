@@ -24,7 +24,7 @@ errors, so no engine error ever reaches a client as a wrong status:
 - :class:`EngineRefused`: any other refusal, with JetStream's description.
 
 :class:`Backoff` is the retry rule across unavailability: waits from 50 ms
-doubling to 1 s, for at most ``unavailable_retry_s`` in all.
+doubling to 1 s, with jitter, for at most ``unavailable_retry_s`` in all.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import asyncio
 import base64
 import json
 import logging
+import random
 import ssl
 import threading
 import time
@@ -78,6 +79,8 @@ _SUBJECT_BUSY = 10164
 _STREAM_NOT_FOUND = 10059
 _NO_MESSAGE = 10037
 _CLUSTER_UNAVAILABLE = frozenset({10008, 10074, 10075})
+#: The shortest timeout a request is given when a call's budget is nearly spent.
+_LEAST_TIMEOUT_S = 0.01
 
 
 class EngineUnavailable(StoreUnavailableError):
@@ -164,7 +167,15 @@ def translated(error: BaseException, what: str) -> BaseException:
 
 
 class Backoff:
-    """Waits between retries of a call across unavailability, for at most ``budget_s`` in all."""
+    """Waits between retries of a call across unavailability, for at most ``budget_s`` in all.
+
+    The waits grow exponentially, from ``first_s`` doubling up to ``most_s``,
+    each drawn at random from the upper half of its step (jitter), so calls
+    that failed together do not all try again together. One backoff is one
+    call's budget: what the call does between its tries (a request, bringing
+    a view up to date) is bounded by :meth:`left_s` too, so the call ends
+    within ``budget_s``.
+    """
 
     def __init__(self, budget_s: float, first_s: float = 0.05, most_s: float = 1.0):
         self._deadline = time.monotonic() + budget_s
@@ -172,13 +183,35 @@ class Backoff:
         self._wait_s = first_s
         self._most_s = most_s
 
+    def left_s(self) -> float:
+        """The seconds left of the budget (0 once it is spent)."""
+        return max(self._deadline - time.monotonic(), 0.0)
+
+    def bounded(self, timeout_s: float) -> float:
+        """``timeout_s``, or less: what is left of the budget (a request's own timeout)."""
+        return max(min(timeout_s, self.left_s()), _LEAST_TIMEOUT_S)
+
+    async def within(self, work: Awaitable[_T], what: str) -> _T:
+        """Awaits ``work`` for at most what is left of the budget (``what`` names it).
+
+        Raises:
+            EngineUnavailable: ``work`` did not end in time; it is cancelled,
+                its outcome unknown.
+        """
+        try:
+            return await asyncio.wait_for(work, self.bounded(self._budget_s))
+        except TimeoutError:
+            msg = f"{what}: the JetStream cluster did not answer in time"
+            raise EngineUnavailable(msg) from None
+
     async def after(self, error: EngineUnavailable) -> None:
         """Waits before the next try; raises ``error`` once the budget is spent."""
-        left = self._deadline - time.monotonic()
+        left = self.left_s()
         if left <= 0:
             msg = f"{error} (retried for {self._budget_s:g} s)"
             raise EngineUnavailable(msg) from None
-        await asyncio.sleep(min(self._wait_s, left))
+        wait_s = random.uniform(self._wait_s / 2, self._wait_s)  # noqa: S311 (jitter)
+        await asyncio.sleep(min(wait_s, left))
         self._wait_s = min(self._wait_s * 2, self._most_s)
 
 
@@ -388,11 +421,16 @@ class Engine:
         msg = await self._request(subject, payload, f"a publish to {subject}", headers, timeout_s)
         return self._acknowledged(msg, subject)
 
-    async def publish_atomic(self, messages: Sequence[tuple[str, bytes, Mapping[str, str]]]) -> int:
+    async def publish_atomic(
+        self,
+        messages: Sequence[tuple[str, bytes, Mapping[str, str]]],
+        timeout_s: float | None = None,
+    ) -> int:
         """Publishes ``messages`` as one atomic batch, all stored or none; returns the last seq.
 
         Each message's headers may carry its own expected last subject
-        sequence; the batch fails whole when any does not hold.
+        sequence; the batch fails whole when any does not hold. The answer
+        is waited for ``timeout_s`` (by default the request timeout).
 
         Raises:
             WrongLastSequence: an expectation did not hold; nothing was stored.
@@ -400,7 +438,7 @@ class Engine:
         """
         if len(messages) == 1:
             subject, payload, headers = messages[0]
-            return await self.publish(subject, payload, headers)
+            return await self.publish(subject, payload, headers, timeout_s=timeout_s)
         batch = uuid.uuid4().hex
         last = len(messages)
         try:
@@ -416,7 +454,8 @@ class Engine:
             "Nats-Batch-Sequence": str(last),
             "Nats-Batch-Commit": "1",
         }
-        msg = await self._request(subject, payload, f"an atomic batch to {subject}", committing)
+        what = f"an atomic batch to {subject}"
+        msg = await self._request(subject, payload, what, committing, timeout_s)
         return self._acknowledged(msg, subject)
 
     @staticmethod
