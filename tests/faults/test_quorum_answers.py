@@ -12,6 +12,13 @@ afterwards, a "written" is there. Before the fix JetStream's error 10164
 (another conditional publish on the key in flight: the call's own first
 try) was taken for a refusal, "not written", and the key held the value
 once the nodes were back.
+
+An append in the same loss (the stream's leader alone) backs off: it fails
+UNAVAILABLE within the server's retry budget, having sent the leader a few
+dozen messages. Before, it tried again at once on every 10164 answer: about
+10,000 messages and 20 s for a 10 s budget, as the budget did not bound the
+sync between tries either, which the second part checks (the leader paused
+halfway through the call).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -29,6 +37,7 @@ from connector.client import StoreClient, StreamManager, StringSerializer
 from connector.clock import ManualClock
 from connector.devtools.local_cluster import LocalCluster
 from connector.errors import StoreUnavailableError, TidemarkError
+from connector.framing import iter_frames
 from connector.reader import ReaderGroupManager
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
@@ -45,6 +54,19 @@ def cluster(start_nats_cluster: Callable[..., LocalCluster]) -> LocalCluster:
     return start_nats_cluster()
 
 
+#: The server's retry budget (``--nats-retry-s``) and one request's timeout: a try that
+#: times out leaves time for another within the budget, which meets the first one's
+#: publish still in flight.
+RETRY_S = 3.0
+REQUEST_TIMEOUT_S = 1.0
+#: What an append failing in a quorum loss may take beyond the budget: the gRPC call and
+#: the server's threads, on a machine shared with other work.
+SLACK_S = 1.5
+#: The messages the stream's lone leader may receive from the server during that append,
+#: background probes included (about 30 were measured; 10,000 before the backoff).
+MESSAGES_BOUND = 150
+
+
 @pytest.fixture
 def server(cluster: LocalCluster, storage: str) -> Iterator[StoreServer]:
     assert storage == "jetstream"
@@ -53,10 +75,8 @@ def server(cluster: LocalCluster, storage: str) -> Iterator[StoreServer]:
         namespace=f"q{uuid.uuid4().hex[:8]}",
         clock=ManualClock(CLOCK_START_MS),
         polling_period_ms=None,
-        # A try that times out leaves time for another within the budget: the second try
-        # meets the first one's publish, still in flight.
-        request_timeout_s=1.0,
-        unavailable_retry_s=3.0,
+        request_timeout_s=REQUEST_TIMEOUT_S,
+        unavailable_retry_s=RETRY_S,
     )
     with StoreServer(config) as started:
         yield started
@@ -154,3 +174,67 @@ def test_every_answer_during_a_quorum_loss_is_true_after_the_heal(
 def _wrong_kind(answer: object) -> bool:
     """An error a quorum loss must not give: anything but UNAVAILABLE."""
     return isinstance(answer, TidemarkError) and not isinstance(answer, StoreUnavailableError)
+
+
+def _timed(call: Callable[[], object]) -> tuple[object, float]:
+    """What ``call`` answered (or raised) and how long it took, in seconds."""
+    started = time.monotonic()
+    answer = _answer(call)
+    return answer, time.monotonic() - started
+
+
+def test_an_append_in_a_quorum_loss_backs_off_and_fails_unavailable_within_its_budget(
+    cluster: LocalCluster, server: StoreServer
+) -> None:
+    namespace = server.store.config.namespace
+    patient = StoreClient(server.uri, retry_timeout_s=60.0)
+    hasty = StoreClient(server.uri, retry_timeout_s=0.0, call_timeout_s=60.0)
+    try:
+        StreamManager(patient).create_scope("q")
+        patient.create_stream("q", "s", 1)
+        patient.append("q/s/0", "w0", 0, [b"before"])
+        [stream] = cluster.stream_names(f"{namespace}_")
+        leader = cluster.stream_leader(stream)
+        assert leader is not None
+        others = [node for node in range(3) if node != leader]
+        for node in others:
+            cluster.kill_node(node)
+
+        # The leader alone: it takes the publish it cannot commit and answers every try after
+        # it with error 10164 at once.
+        sent_before = cluster.messages_in(leader)
+        alone, alone_s = _timed(lambda: hasty.append("q/s/0", "w1", 0, [b"alone"]))
+        sent = cluster.messages_in(leader) - sent_before
+
+        # The leader paused partway through the call: the syncs between tries time out too.
+        paused: list[object] = []
+        call = threading.Thread(
+            target=lambda: paused.append(
+                _timed(lambda: hasty.append("q/s/0", "w2", 0, [b"paused"]))
+            )
+        )
+        call.start()
+        time.sleep(RETRY_S * 0.6)  # when the fault strikes, not a wait for a condition
+        cluster.pause_node(leader)
+        call.join(timeout=RETRY_S * 10)
+        cluster.resume_node(leader)
+        for node in others:
+            cluster.start_node(node)
+        wait_until(lambda: patient.health() == "SERVING", timeout=60, what="SERVING again")
+
+        print(f"alone: {alone_s:.2f} s, {sent} messages; paused: {paused}")
+        [(paused_answer, paused_s)] = paused
+        for answer in (alone, paused_answer):
+            assert isinstance(answer, StoreUnavailableError), answer
+        assert alone_s <= RETRY_S + SLACK_S, f"the lone leader's append took {alone_s:.1f} s"
+        assert paused_s <= RETRY_S + SLACK_S, f"the paused leader's append took {paused_s:.1f} s"
+        assert sent <= MESSAGES_BOUND, f"{sent} messages to the lone leader in {alone_s:.1f} s"
+        # Either append may have been stored after the heal: sent again, each is there once.
+        patient.append("q/s/0", "w1", 0, [b"alone"])
+        patient.append("q/s/0", "w2", 0, [b"paused"])
+        read = patient.read("q/s/0", 0, 1 << 20)
+        stored = [frame.payload for frame in iter_frames(read.data, read.offset)]
+        assert stored == [b"before", b"alone", b"paused"]
+    finally:
+        hasty.close()
+        patient.close()

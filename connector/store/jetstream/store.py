@@ -197,7 +197,7 @@ class JetStreamEngine:
             backoff = Backoff(self.config.unavailable_retry_s)
             while True:
                 try:
-                    return await attempt()
+                    return await backoff.within(attempt(), "a call to the cluster")
                 except EngineUnavailable as error:
                     await backoff.after(error)
 
@@ -499,7 +499,8 @@ class JetStreamEngine:
         unknown = False
         while True:
             try:
-                written = self._run(self._states.compare_and_set(key, expected_revision, value))
+                setting = self._states.compare_and_set(key, expected_revision, value)
+                written = self._run(backoff.within(setting, f"a compare-and-set of {key!r}"))
                 break
             except EngineUnavailable as error:
                 unknown = True
@@ -515,7 +516,8 @@ class JetStreamEngine:
         unknown = False
         while True:
             try:
-                deleted = self._run(self._states.delete(key, expected_revision))
+                deleting = self._states.delete(key, expected_revision)
+                deleted = self._run(backoff.within(deleting, f"a deletion of {key!r}"))
                 break
             except EngineUnavailable as error:
                 unknown = True
