@@ -17,6 +17,7 @@ __all__ = [
     "FailedPreconditionError",
     "InvalidArgumentError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
     "SegmentSealedError",
@@ -162,6 +163,15 @@ class DataDirDamagedError(DataLossError):
 
 class StoreUnavailableError(TidemarkError, ConnectionError):
     """The store server cannot be reached or is shutting down."""
+
+
+class OutcomeUnknownError(StoreUnavailableError):
+    """A change whose answer was lost, and whose outcome the store can no longer tell.
+
+    The value it would have changed has changed again since: it may or may
+    not have been made (UNAVAILABLE, as any unknown outcome). A caller that
+    computes its change from what is stored may read again and try again.
+    """
 
 
 class UnauthenticatedError(TidemarkError):

@@ -33,13 +33,20 @@ from connector._wire import (
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
-from connector.client.repeats import scale_made, seal_made, state_written, stream_created
+from connector.client.repeats import (
+    scale_made,
+    seal_made,
+    state_untouched,
+    state_written,
+    stream_created,
+)
 from connector.errors import (
     AlreadyExistsError,
     DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    OutcomeUnknownError,
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
@@ -60,6 +67,7 @@ from connector.model import (
     TruncationResult,
     WriterAssertion,
 )
+from connector.revisions import unknown_outcome
 from connector.security.credentials import ClientCredentials, split_uri
 from connector.security.probe import probe_transport, tls_failure
 
@@ -565,15 +573,22 @@ class StoreClient:
         """Writes ``value`` if the revision is ``expected_revision``; returns (written, current).
 
         A repeat after a lost answer that finds ``value`` stored at
-        ``expected_revision + 1`` reports it written.
+        ``expected_revision + 1`` reports it written; one that finds the
+        value moved on past that revision cannot tell (another writer may
+        have replaced it since) and raises OutcomeUnknownError: never "not
+        written" for what may have been written.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.written:
                 return None
-            if not state_written(_state(outcome.current), expected_revision, value):
+            current = _state(outcome.current)
+            if state_written(current, expected_revision, value):
+                return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            msg = unknown_outcome("a compare-and-set", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.CompareAndSetStateRequest(
             key=key, expected_revision=expected_revision, value=value
@@ -585,15 +600,20 @@ class StoreClient:
         """Deletes the value under ``key`` if its revision is ``expected_revision``.
 
         Returns (deleted, current); ``current.revision`` is 0 once it is gone. A
-        repeat after a lost answer that finds no value reports it deleted.
+        repeat after a lost answer that finds no value reports it deleted; one
+        that finds a value stored again since raises OutcomeUnknownError.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.deleted:
                 return None
-            if outcome.current.revision != 0:
+            current = _state(outcome.current)
+            if current.revision == 0:
+                return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            msg = unknown_outcome("a deletion", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.DeleteStateRequest(key=key, expected_revision=expected_revision)
         response = self._invoke(self._stub.DeleteState, request, on_repeat=on_repeat)

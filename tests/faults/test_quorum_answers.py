@@ -11,12 +11,15 @@ answer the healed cluster bears out: a "not written" is never written
 afterwards, a "written" is there. Before the fix JetStream's error 10164
 (another conditional publish on the key in flight: the call's own first
 try) was taken for a refusal, "not written", and the key held the value
-once the nodes were back.
+once the nodes were back. And when another writer replaces the value the
+moment a quorum is back, before the call's next try looks, the call cannot
+tell whether its lost try was stored: it answers UNAVAILABLE. Before, it
+answered "not written" for what had been written, then overwritten.
 
 An append in the same loss (the stream's leader alone) backs off: it fails
 UNAVAILABLE within the server's retry budget, having sent the leader a few
 dozen messages. Before, it tried again at once on every 10164 answer: about
-10,000 messages and 20 s for a 10 s budget, as the budget did not bound the
+19,000 messages and 20 s for a 3 s budget; and the budget did not bound the
 sync between tries either, which the second part checks (the leader paused
 halfway through the call).
 """
@@ -38,6 +41,7 @@ from connector.clock import ManualClock
 from connector.devtools.local_cluster import LocalCluster
 from connector.errors import StoreUnavailableError, TidemarkError
 from connector.framing import iter_frames
+from connector.model import StateValue
 from connector.reader import ReaderGroupManager
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
@@ -67,18 +71,25 @@ SLACK_S = 1.5
 MESSAGES_BOUND = 150
 
 
-@pytest.fixture
-def server(cluster: LocalCluster, storage: str) -> Iterator[StoreServer]:
-    assert storage == "jetstream"
-    config = JetStreamConfig(
+#: A budget that outlasts a quorum loss and its heal.
+LONG_RETRY_S = 30.0
+
+
+def _config(cluster: LocalCluster, retry_s: float = RETRY_S) -> JetStreamConfig:
+    return JetStreamConfig(
         servers=tuple(cluster.urls),
         namespace=f"q{uuid.uuid4().hex[:8]}",
         clock=ManualClock(CLOCK_START_MS),
         polling_period_ms=None,
         request_timeout_s=REQUEST_TIMEOUT_S,
-        unavailable_retry_s=RETRY_S,
+        unavailable_retry_s=retry_s,
     )
-    with StoreServer(config) as started:
+
+
+@pytest.fixture
+def server(cluster: LocalCluster, storage: str) -> Iterator[StoreServer]:
+    assert storage == "jetstream"
+    with StoreServer(_config(cluster)) as started:
         yield started
 
 
@@ -238,3 +249,56 @@ def test_an_append_in_a_quorum_loss_backs_off_and_fails_unavailable_within_its_b
     finally:
         hasty.close()
         patient.close()
+
+
+def test_a_compare_and_set_overtaken_after_the_heal_is_never_answered_not_written(
+    cluster: LocalCluster, storage: str
+) -> None:
+    assert storage == "jetstream"
+    key = "counter/overtaken"
+    with (
+        StoreServer(_config(cluster, LONG_RETRY_S)) as server,
+        StoreClient(server.uri, retry_timeout_s=60.0) as patient,
+        StoreClient(server.uri, retry_timeout_s=0.0, call_timeout_s=120.0) as hasty,
+    ):
+        assert patient.compare_and_set_state(key, 0, b"before")[0]
+        bucket = f"KV_{state_bucket(server.store.config.namespace)}"
+        leader = cluster.stream_leader(bucket)
+        assert leader is not None
+        others = [node for node in range(3) if node != leader]
+        for node in others:
+            cluster.kill_node(node)
+        answers: list[object] = []
+        call = threading.Thread(
+            target=lambda: answers.append(
+                _answer(lambda: hasty.compare_and_set_state(key, 1, b"a"))
+            )
+        )
+        call.start()
+        time.sleep(REQUEST_TIMEOUT_S * 2)  # the fault's length: its first try has timed out
+        # Its publish in flight is stored once a quorum is back; another writer, looking all
+        # along, follows at once, before the call's next try looks.
+        stored: list[StateValue] = []
+        overtaking = threading.Thread(target=_overtake, args=(patient, key, stored))
+        overtaking.start()
+        cluster.start_node(others[0])
+        overtaking.join(timeout=60)
+        call.join(timeout=LONG_RETRY_S * 2)
+        cluster.start_node(others[1])
+
+    [answer] = answers
+    assert [(s.value, s.revision) for s in stored] == [(b"a", 2), (b"b", 3)]
+    assert not (isinstance(answer, tuple) and answer[0] is False), f"written, yet {answer}"
+    assert isinstance(answer, StoreUnavailableError | tuple), answer
+
+
+def _overtake(client: StoreClient, key: str, stored: list[StateValue]) -> None:
+    """Writes ``b"b"`` over ``key``'s next value the moment there is one (for up to 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        current = client.get_state(key)
+        if current.revision > 1:
+            stored.append(current)
+            written, now = client.compare_and_set_state(key, current.revision, b"b")
+            stored.extend([now] if written else [])
+            return
