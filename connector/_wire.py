@@ -6,6 +6,7 @@ import grpc
 
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -59,6 +60,14 @@ SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
 #: With ResourceExhaustedError: which limit the request met (its ``cause``).
 CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
+#: With DataLossError: the damaged offset and where its append ends (the segment
+#: goes under SEALED_SEGMENT_KEY).
+DAMAGED_OFFSET_KEY = f"{ERROR_KIND_KEY}-offset"
+NEXT_OFFSET_KEY = f"{ERROR_KIND_KEY}-next-offset"
+
+#: The health service's name for "no read met damaged data": SERVING until a read is
+#: answered DATA_LOSS (not a gRPC service of its own; see connector.ops.data_loss).
+DATA_SERVICE = "tidemark.v1.SegmentStore/data"
 
 #: Each domain error and the gRPC status code it travels as, one table for both ways: the
 #: server answers an error with the code of the first class it is an instance of (anything
@@ -73,4 +82,5 @@ ERROR_STATUS: tuple[tuple[type[TidemarkError], grpc.StatusCode], ...] = (
     (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
     (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
+    (DataLossError, grpc.StatusCode.DATA_LOSS),
 )

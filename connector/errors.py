@@ -10,12 +10,15 @@ __all__ = [
     "AlreadyExistsError",
     "quoted",
     "ClosedError",
+    "DataDirDamagedError",
     "DataDirLockedError",
+    "DataLossError",
     "DuplicateEventNumbersError",
     "FailedPreconditionError",
     "FetchSessionError",
     "InvalidArgumentError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
     "SegmentSealedError",
@@ -132,8 +135,56 @@ class ResourceExhaustedError(TidemarkError):
         self.cause = cause
 
 
+class DataLossError(TidemarkError):
+    """Stored data failed its checksum: acknowledged events cannot be read back as written.
+
+    Never retried: the same bytes fail again. A read gets it at the first
+    damaged event, after every intact one before it was served.
+
+    Attributes:
+        segment: the segment whose data is damaged ("" when not a segment's).
+        offset: the byte offset of the first damaged event (-1: unknown).
+        next_offset: where the append holding the damage ends (-1: unknown):
+            reading on from there skips the damage, and the events of that
+            append after it.
+    """
+
+    def __init__(self, message: str, segment: str = "", offset: int = -1, next_offset: int = -1):
+        super().__init__(message)
+        self.segment = segment
+        self.offset = offset
+        self.next_offset = next_offset
+
+
+class DataDirDamagedError(DataLossError):
+    """A data dir holds damage a crash cannot explain: the store refuses to open it.
+
+    A torn tail (the part of a write a crash cut short, never acknowledged)
+    is cut at start; anything else that fails its checksum is refused, and
+    nothing is cut or deleted. ``tidemarkctl data-dir check DIR`` says what
+    is damaged and what a repair would keep.
+
+    Attributes:
+        path: the damaged file.
+        offset: the byte offset of the damage in it.
+    """
+
+    def __init__(self, message: str, path: str = "", offset: int = -1):
+        super().__init__(message, offset=offset)
+        self.path = path
+
+
 class StoreUnavailableError(TidemarkError, ConnectionError):
     """The store server cannot be reached or is shutting down."""
+
+
+class OutcomeUnknownError(StoreUnavailableError):
+    """A change whose answer was lost, and whose outcome the store can no longer tell.
+
+    The value it would have changed has changed again since: it may or may
+    not have been made (UNAVAILABLE, as any unknown outcome). A caller that
+    computes its change from what is stored may read again and try again.
+    """
 
 
 class UnauthenticatedError(TidemarkError):

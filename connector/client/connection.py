@@ -24,20 +24,30 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
     CAUSE_KEY,
+    DAMAGED_OFFSET_KEY,
     ERROR_KIND_KEY,
     ERROR_STATUS,
     FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
+    NEXT_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
-from connector.client.repeats import scale_made, seal_made, state_written, stream_created
+from connector.client.repeats import (
+    scale_made,
+    seal_made,
+    state_untouched,
+    state_written,
+    stream_created,
+)
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     FetchSessionError,
     InvalidArgumentError,
     NotFoundError,
+    OutcomeUnknownError,
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
@@ -61,6 +71,7 @@ from connector.model import (
     TruncationResult,
     WriterAssertion,
 )
+from connector.revisions import unknown_outcome
 from connector.security.credentials import ClientCredentials, split_uri
 from connector.security.probe import probe_transport, tls_failure
 
@@ -104,6 +115,14 @@ def parse_uri(uri: str) -> str:
 _STATUS_OF_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
 
 
+def _number(text: str | None) -> int:
+    """An offset sent in metadata; -1 when missing or not a number."""
+    try:
+        return int(text) if text is not None else -1
+    except ValueError:
+        return -1
+
+
 def _domain_error(error: grpc.RpcError) -> TidemarkError:
     code = error.code()
     return _error_of(code, error.details() or code.name, dict(error.trailing_metadata() or ()))
@@ -133,6 +152,13 @@ def _error_of(code: grpc.StatusCode, details: str, metadata: dict[str, Any]) -> 
         )
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and CAUSE_KEY in metadata:
         return ResourceExhaustedError(details, cause=metadata[CAUSE_KEY])
+    if code == grpc.StatusCode.DATA_LOSS:
+        return DataLossError(
+            details,
+            metadata.get(SEALED_SEGMENT_KEY, ""),
+            _number(metadata.get(DAMAGED_OFFSET_KEY)),
+            _number(metadata.get(NEXT_OFFSET_KEY)),
+        )
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
 
 
@@ -478,6 +504,11 @@ class StoreClient:
 
         The server answers with at most 32 MiB of events (``MAX_READ_BYTES``) whatever
         ``max_bytes`` asks, so that an answer fits a gRPC message; read on from ``next_offset``.
+
+        Raises:
+            DataLossError: the event at ``offset`` fails its checksum (the
+                answer before stopped short of it); ``next_offset`` on the
+                error is where its append ends. Never retried.
         """
         request = _pb.ReadRequest(
             segment=segment,
@@ -611,15 +642,22 @@ class StoreClient:
         """Writes ``value`` if the revision is ``expected_revision``; returns (written, current).
 
         A repeat after a lost answer that finds ``value`` stored at
-        ``expected_revision + 1`` reports it written.
+        ``expected_revision + 1`` reports it written; one that finds the
+        value moved on past that revision cannot tell (another writer may
+        have replaced it since) and raises OutcomeUnknownError: never "not
+        written" for what may have been written.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.written:
                 return None
-            if not state_written(_state(outcome.current), expected_revision, value):
+            current = _state(outcome.current)
+            if state_written(current, expected_revision, value):
+                return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            msg = unknown_outcome("a compare-and-set", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.CompareAndSetStateRequest(
             key=key, expected_revision=expected_revision, value=value
@@ -631,15 +669,20 @@ class StoreClient:
         """Deletes the value under ``key`` if its revision is ``expected_revision``.
 
         Returns (deleted, current); ``current.revision`` is 0 once it is gone. A
-        repeat after a lost answer that finds no value reports it deleted.
+        repeat after a lost answer that finds no value reports it deleted; one
+        that finds a value stored again since raises OutcomeUnknownError.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.deleted:
                 return None
-            if outcome.current.revision != 0:
+            current = _state(outcome.current)
+            if current.revision == 0:
+                return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            msg = unknown_outcome("a deletion", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.DeleteStateRequest(key=key, expected_revision=expected_revision)
         response = self._invoke(self._stub.DeleteState, request, on_repeat=on_repeat)
@@ -647,13 +690,19 @@ class StoreClient:
 
     # --- health ---------------------------------------------------------------
 
-    def health(self) -> str:
+    def health(self, service: str = "") -> str:
         """The server's answer to the standard gRPC health check: ``"SERVING"`` or another.
 
-        ``"SERVING"`` while the store takes writes, ``"NOT_SERVING"`` while it
-        refuses them or is stopping. Needs no token.
+        For ``service`` ``""``: ``"SERVING"`` while the store takes writes,
+        ``"NOT_SERVING"`` while it refuses them or is stopping. For
+        ``connector._wire.DATA_SERVICE``: ``"NOT_SERVING"`` once a read
+        met damaged data. Needs no token.
+
+        Raises:
+            NotFoundError: the server does not know ``service``.
         """
-        answer = self._invoke(self._health.Check, health_pb2.HealthCheckRequest(service=""))
+        request = health_pb2.HealthCheckRequest(service=service)
+        answer = self._invoke(self._health.Check, request)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
 
     # --- lifecycle ------------------------------------------------------------

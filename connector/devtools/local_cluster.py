@@ -290,11 +290,20 @@ class LocalCluster:
         """Stops node ``node`` with SIGTERM and waits for it to exit."""
         self._signal_node(node, signal.SIGTERM)
 
+    def pause_node(self, node: int) -> None:
+        """Pauses node ``node`` with SIGSTOP: alive, holding its connections, answering nothing."""
+        self._processes[node].send_signal(signal.SIGSTOP)
+
+    def resume_node(self, node: int) -> None:
+        """Lets node ``node`` run again after :meth:`pause_node` (SIGCONT)."""
+        self._processes[node].send_signal(signal.SIGCONT)
+
     def _signal_node(self, node: int, signum: int) -> None:
         process = self._processes.pop(node, None)
         if process is None or process.poll() is not None:
             return
         process.send_signal(signum)
+        process.send_signal(signal.SIGCONT)  # a paused node takes its signal too
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -335,6 +344,18 @@ class LocalCluster:
                 return json.loads(answer.read())
         except (OSError, urllib.error.URLError, ValueError):
             return None
+
+    def messages_in(self, node: int) -> int:
+        """How many messages node ``node`` has received since it started (its ``/varz`` count).
+
+        From clients and from the other nodes alike; a paused or stopped node
+        cannot say (RuntimeError).
+        """
+        varz = self._monitor(node, "/varz")
+        if varz is None:
+            msg = f"node {self.node_name(node)} did not answer its monitoring port"
+            raise RuntimeError(msg)
+        return int(varz["in_msgs"])  # type: ignore[call-overload]
 
     def _healthy(self, node: int) -> bool:
         health = self._monitor(node, "/healthz")

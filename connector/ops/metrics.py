@@ -57,6 +57,9 @@ Names, all prefixed ``tidemark_``:
   ``replica_last_seen_seconds`` (since the leader heard from it), asked of
   the leaders at scrape time; ``leader_elections_total`` {log}: leader
   changes this server heard of.
+- ``data_loss_reads_total`` {stream}: reads answered DATA_LOSS (an event
+  failing its checksum); ``damaged_segments``: segments such a read met
+  since the server started (:mod:`connector.ops.data_loss`).
 - ``background_task_failed_rounds_total`` {task}: rounds of a background task
   (``idle_ticks``, ``journal_compaction``, ``health``; on JetStream also
   ``jetstream_probe`` and ``jetstream_catch_up``) that failed;
@@ -95,11 +98,12 @@ from prometheus_client.registry import Collector
 
 from connector.background import TaskStatus
 from connector.clock import Clock
-from connector.errors import TidemarkError
+from connector.errors import DataLossError, TidemarkError
 from connector.groups.lag import group_lag
 from connector.groups.record import STATE_KEY_PREFIX, GroupRecord
 from connector.groups.state import group_watermark
 from connector.ops.call_metrics import CallMetricsInterceptor
+from connector.ops.data_loss import DataLossLog
 from connector.ops.health import is_serving
 from connector.store import Storage, StoreObserver
 from connector.timestamps import END_OF_TIME
@@ -371,6 +375,28 @@ class _BackgroundTaskCollector(Collector):
         yield stalled
 
 
+class _DataLossCollector(Collector):
+    """Reads answered DATA_LOSS and the segments found damaged, from the server's log of them."""
+
+    def __init__(self, log: DataLossLog):
+        self._log = log
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:  # noqa: D102
+        reads = CounterMetricFamily(
+            "tidemark_data_loss_reads",
+            "Reads answered DATA_LOSS: the event at their offset fails its checksum.",
+            labels=["stream"],
+        )
+        for stream, count in sorted(self._log.reads().items()):
+            reads.add_metric([stream], count)
+        yield reads
+        yield GaugeMetricFamily(
+            "tidemark_damaged_segments",
+            "Segments a read found damaged data in since the server started.",
+            value=len(self._log.damaged()),
+        )
+
+
 class _Observer(StoreObserver):
     def __init__(self, groups: Histogram, ticks: Counter, timeouts: Counter):
         self._groups = groups
@@ -391,7 +417,8 @@ class StoreMetrics:
     """The metrics of one store server, in their own registry.
 
     ``background_tasks`` lists the statuses of the server's background tasks
-    at scrape time (by default the store's own).
+    at scrape time (by default the store's own). :attr:`data_loss` records
+    the reads answered DATA_LOSS (:meth:`data_loss_met`).
     """
 
     def __init__(
@@ -457,6 +484,9 @@ class StoreMetrics:
         self.registry.register(_StoreStateCollector(store))
         self.registry.register(_ReaderGroupCollector(store))
         self.registry.register(_ReplicationCollector(store))
+        #: The damaged data the server's reads met.
+        self.data_loss = DataLossLog()
+        self.registry.register(_DataLossCollector(self.data_loss))
         self.registry.register(
             _BackgroundTaskCollector(
                 background_tasks or store.background_status, store.config.clock
@@ -477,6 +507,11 @@ class StoreMetrics:
     ) -> None:
         """Counts the server's fetch sessions (open, segments, armed) and parked calls by method."""
         self.registry.register(_CallStateCollector(sessions, parked))
+
+    def data_loss_met(self, error: TidemarkError) -> None:
+        """Records ``error`` if it is a DataLossError (a read met damaged data)."""
+        if isinstance(error, DataLossError):
+            self.data_loss.record(error)
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
         """Counts ``events`` as stored in ``segment``."""

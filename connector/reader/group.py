@@ -21,6 +21,7 @@ from connector.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    OutcomeUnknownError,
 )
 from connector.groups.record import GroupRecord, state_key
 from connector.groups.state import GroupState, group_watermark
@@ -145,7 +146,12 @@ class ReaderGroupManager:
                     return True
                 generation = known.generation
             record = GroupRecord(names, generation, state)
-            written, _ = self._client.compare_and_set_state(key, current.revision, record.to_json())
+            try:
+                written, _ = self._client.compare_and_set_state(
+                    key, current.revision, record.to_json()
+                )
+            except OutcomeUnknownError:
+                continue  # looked at again: the position stored, or not
             if written:
                 return True
         msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
@@ -206,7 +212,8 @@ class ReaderGroup:
     def update(self, change: Callable[[GroupRecord, int], GroupRecord]) -> GroupRecord:
         """Applies ``change(record, store_time_ms)`` atomically and returns the stored result.
 
-        ``change`` may run several times (on concurrent updates) and must be pure.
+        ``change`` may run several times (on concurrent updates, or after an
+        update whose outcome was lost and cannot be told) and must be pure.
         When it changes nothing, nothing is written.
 
         Raises:
@@ -223,7 +230,12 @@ class ReaderGroup:
             if updated == record:
                 return record  # nothing to write: keep the journal from growing
             value = updated.to_json()
-            written, stored = self._client.compare_and_set_state(self._key, current.revision, value)
+            try:
+                written, stored = self._client.compare_and_set_state(
+                    self._key, current.revision, value
+                )
+            except OutcomeUnknownError:
+                continue  # written, then changed again, or not: ``change`` runs on what is there
             if written:
                 self._known = (stored.revision, value, updated)
                 return updated

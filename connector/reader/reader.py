@@ -224,6 +224,11 @@ class EventReader(Generic[T]):
             TruncatedError: the stream was truncated past this reader's
                 position; the error names the segment and its first readable
                 offset (reset the group, e.g. to the earliest position, to go on).
+            DataLossError: the next event of a held segment fails its
+                checksum (every event before it was returned); the error names
+                the segment and offset, and every later call raises it again.
+            StoreUnavailableError: the store, or the cluster behind it, could
+                not store the group's state (a JetStream cluster without a quorum).
         """
         if self._closed:
             msg = f"reader {self.reader_id!r} is closed"

@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from connector.clock import Clock, SystemClock
-from connector.errors import DataDirLockedError, InvalidArgumentError, StoreUnavailableError
+from connector.errors import (
+    DataDirDamagedError,
+    DataDirLockedError,
+    InvalidArgumentError,
+    StoreUnavailableError,
+)
 from connector.security import ServerTls, TokenTable
 from connector.server.fetch_sessions import FetchLimits
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
@@ -225,6 +230,8 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         )
     except DataDirLockedError as error:
         _refuse(str(error), DATA_DIR_LOCKED_EXIT)
+    except DataDirDamagedError as error:
+        _refuse(str(error), DATA_DIR_DAMAGED_EXIT)
     except InvalidArgumentError as error:
         message = str(error)
         # The store and the server name their fields: say the flags instead.
@@ -241,6 +248,9 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
 
 #: The exit code of a start refused because the JetStream cluster cannot be reached.
 CLUSTER_UNAVAILABLE_EXIT = 4
+
+#: The exit code of a start refused because the data dir is damaged beyond a torn tail.
+DATA_DIR_DAMAGED_EXIT = 5
 
 #: The JetStream store's settings by the flags that set them.
 _JETSTREAM_FLAGS = {
@@ -303,7 +313,9 @@ def _remove_pid_file(path: str) -> None:
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     """Runs the server until SIGTERM or SIGINT.
 
-    Exits with 2 on a bad argument, 3 when another store holds the data dir.
+    Exits with 2 on a bad argument, 3 when another store holds the data dir, 4 when
+    the JetStream cluster cannot be reached, 5 when the data dir is damaged (the
+    message names the file and the offset; nothing was cut).
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

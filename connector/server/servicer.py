@@ -94,6 +94,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
                 pool, functools.partial(work, *args)
             )
         except TidemarkError as error:
+            self._metrics.data_loss_met(error)
             await _abort(context, error)
             raise  # unreachable: abort raises
 

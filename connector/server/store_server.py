@@ -117,7 +117,9 @@ class StoreServer:
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
         self.store = open_storage(config)
-        self.health = HealthReporter(self.store)
+        self.health = HealthReporter(
+            self.store, data_intact=lambda: not self.metrics.data_loss.found
+        )
         self.metrics = StoreMetrics(self.store, self.background_status)
         self.metrics.watch_calls(self.sessions.counts, self._parked.by_method)
         self._metrics_listen = metrics_listen

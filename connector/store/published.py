@@ -438,6 +438,11 @@ class PublishedSegment:
         with self._changed:
             return self._index.time_bounds(time_ms)
 
+    def boundary_after(self, offset: int) -> int | None:
+        """The least indexed event boundary (an append's end) after ``offset``; None: none."""
+        with self._changed:
+            return self._index.boundary_at_or_after(offset + 1)
+
     def remember_boundary(self, offset: int) -> None:
         """Records ``offset`` as an event boundary handed out, keeping the most recent."""
         with self._changed:

@@ -7,6 +7,12 @@ request's arguments, and the engine found the segment and made sure its view
 reaches the offset asked for), and counts the reads waiting at tails;
 :func:`plan` serves :meth:`Storage.plan_read`. An engine's own part is where
 the bytes come from (:meth:`PublishedSegment.read_bytes`).
+
+Every frame a read serves is checked against its checksum first, whatever
+the storage (a flipped bit on a disk, a replica's damaged copy): a read
+serves the intact events before a damaged one, and a read at the damaged
+one fails with :class:`~connector.errors.DataLossError` naming the segment,
+the offset and where the append holding it ends. Nothing damaged is served.
 """
 
 from __future__ import annotations
@@ -14,13 +20,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from connector.errors import NotFoundError, StoreUnavailableError
+from connector.errors import DataLossError, NotFoundError, StoreUnavailableError
+from connector.framing import intact_prefix
 from connector.model import PlannedRead, ReadResult
 from connector.store.changes import Listener
 from connector.store.published import PublishedSegment
 from connector.store.read_plan import plan_read
 
-__all__ = ["FollowedSegment", "TailReaders", "plan"]
+__all__ = ["FollowedSegment", "TailReaders", "damaged", "plan"]
+
+
+def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError:
+    """The error of a read that meets the damaged event at ``offset`` of ``target``."""
+    following = target.boundary_after(offset)
+    after = (
+        f"; its append ends at offset {following}: read on from there"
+        if following is not None
+        else ""
+    )
+    where = f"segment {target.name!r} at offset {offset}"
+    msg = f"data loss in {where}: the event there {reason}{after}"
+    return DataLossError(msg, target.name, offset, -1 if following is None else following)
 
 
 class TailReaders:
@@ -76,8 +96,16 @@ class TailReaders:
         stop = offset
         data = b""
         if offset < snapshot.committed_end:
-            stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
+            end = snapshot.committed_end
+            # A damaged header may claim a frame past the end: never read beyond it.
+            stop = min(target.read_stop(offset, min(end, offset + max_bytes)), end)
             data = target.read_bytes(offset, stop)
+            intact, _, reason = intact_prefix(data, offset)
+            if reason is not None:
+                if intact == 0:
+                    raise damaged(target, offset, reason)
+                data, stop = data[:intact], offset + intact
+                target.remember_boundary(stop)  # the next read starts at the damage
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
         watermark, event_time, floor = target.watermarks_over(offset, stop)
         return ReadResult(
