@@ -121,7 +121,8 @@ class ReaderConfig:
             ``--max-watermark-lag-ms`` (``StoreConfig.max_watermark_lag_ms``),
             which is how long a segment must be idle before the store ticks
             its watermark forward.
-        read_timeout: how long one store read waits at the tail (timedelta or ms).
+        read_timeout: how long ``read_next_event`` waits for an event or a
+            watermark when not told (timedelta or ms).
     """
 
     time_domain: TimeDomain = TimeDomain.PROCESSING_TIME

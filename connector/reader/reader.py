@@ -1,5 +1,9 @@
 """The event reader: reads the segments its group gives it and yields events and watermarks.
 
+Its segments are read through one fetch session (:class:`SegmentFeed`): one
+waiting call for all of them, answered with what changed; a segment answered
+with data is read on once its events were taken.
+
 A reader writes its positions to the group's state every sync interval. When
 the store cannot store that write (out of disk space: RESOURCE_EXHAUSTED), the
 reader goes on reading the segments it holds, keeps its positions in memory
@@ -15,7 +19,6 @@ import logging
 import math
 import time
 from collections.abc import Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, TypeVar
 
 from connector.background import FailureLog
@@ -24,6 +27,7 @@ from connector.errors import ClosedError, InvalidArgumentError, ResourceExhauste
 from connector.framing import Frame, iter_frames
 from connector.groups.record import GroupRecord
 from connector.groups.state import (
+    NO_WRITER,
     GroupState,
     least_event_time,
     watermark_after,
@@ -32,6 +36,7 @@ from connector.groups.state import (
 from connector.groups.tracking import GroupTimeTracker
 from connector.model import ReadResult
 from connector.reader.events import EventRead, Position, ReaderConfig
+from connector.reader.feed import SegmentFeed
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
@@ -51,7 +56,7 @@ _log = logging.getLogger(__name__)
 
 
 class _SegmentInput:
-    """One held segment: what was consumed, what is buffered, the read in flight.
+    """One held segment: what was consumed, and what is buffered of its last answer.
 
     The writers' event time is known where a read ends (the store says
     what holds after its data); between the events of one read the least of
@@ -86,7 +91,6 @@ class _SegmentInput:
         self.frames: collections.deque[Frame] = collections.deque()
         self.end_of_segment = False
         self.successors: tuple[str, ...] = ()
-        self.inflight: Future[ReadResult] | None = None
         self._moved = moved
         moved.add(segment)
 
@@ -105,11 +109,23 @@ class _SegmentInput:
         return not self.frames and (self.end_of_segment or self.reached_end_cut)
 
     @property
+    def known(self) -> tuple[int | None, int | None]:
+        """The watermark and writers' event time (the store's form) where reading goes on.
+
+        (None, None) while the event time is not known: the next answer tells both.
+        """
+        event_time = self.buffer_event_time
+        if event_time is None:
+            return None, None
+        return self.buffer_watermark, None if event_time == NO_WRITER else event_time
+
+    @property
     def successors_to_start(self) -> tuple[str, ...]:
         """The successors its finish brings in: those of its seal (none at an end cut)."""
         return self.successors if self.end_of_segment else ()
 
     def absorb(self, result: ReadResult) -> None:
+        """Applies one answer of the segment, read from ``fetch_offset``; the buffer is empty."""
         self._moved.add(self.segment)
         if result.data:
             self.frames.extend(iter_frames(result.data, result.offset))
@@ -194,7 +210,7 @@ class EventReader(Generic[T]):
         self._last_emitted: int | None = None
         self._closed = False  # no more reads
         self._left = False  # the group no longer lists this reader
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tidemark-{reader_id}")
+        self._feed = SegmentFeed(self._client, max_bytes_per_segment=READ_CHUNK_BYTES)
         self._sync()
 
     # --- the public API ---------------------------------------------------------
@@ -236,7 +252,6 @@ class EventReader(Generic[T]):
         timeout_s = (self.config.read_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = time.monotonic() + timeout_s
         while True:
-            self._absorb_finished_reads()
             self._note_moves()
             if self._sync_due():
                 self._sync()
@@ -249,8 +264,7 @@ class EventReader(Generic[T]):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._state.is_done:
                 return None
-            self._start_reads()
-            self._wait_for_reads(min(remaining, self._sync_interval_s))
+            self._wait_for_changes(min(remaining, self._until_sync_s()))
 
     @property
     def is_finished(self) -> bool:
@@ -294,7 +308,6 @@ class EventReader(Generic[T]):
         if self._left:
             return
         self._closed = True
-        self._pool.shutdown(wait=False, cancel_futures=True)
         positions = self._positions()
         me, generation = self.reader_id, self._generation
         try:
@@ -304,6 +317,7 @@ class EventReader(Generic[T]):
         except ReaderGroupResetError:
             pass
         self._left = True
+        self._feed.close()
 
     def __enter__(self) -> EventReader[T]:
         return self
@@ -367,8 +381,8 @@ class EventReader(Generic[T]):
         """Brings what follows the held segments up to date with the ones that moved.
 
         Only those are looked at: which are drained and which have events
-        buffered, their times in the group's, and that the next sync
-        reports them.
+        buffered (those without are read on), their times in the group's,
+        and that the next sync reports them.
         """
         kept = self._time.kept
         for segment in self._moved:
@@ -385,6 +399,8 @@ class EventReader(Generic[T]):
                 self._ready.insert(at, segment)
             elif listed and not source.frames:
                 del self._ready[at]
+            if not source.frames:
+                self._feed.rearm(segment)  # every event of its answer taken: read on
             if self._group_time is not None:
                 fresher = kept(source.consumed_watermark, source.consumed_event_time)
                 self._group_time.set_fresher(segment, fresher)
@@ -393,36 +409,32 @@ class EventReader(Generic[T]):
 
     # --- reads ------------------------------------------------------------------
 
-    def _start_reads(self) -> None:
-        wait_ms = self.config.read_timeout_ms
-        for source in self._inputs.values():
-            if source.inflight is not None or source.frames or source.drained:
-                continue
-            max_bytes = READ_CHUNK_BYTES
-            if source.end is not None:
-                max_bytes = min(max_bytes, source.end - source.fetch_offset)
-            source.inflight = self._pool.submit(
-                self._client.read,
-                source.segment,
-                source.fetch_offset,
-                max_bytes,
-                wait_ms,
-                source.buffer_watermark,
-            )
+    def _hold(self, source: _SegmentInput) -> None:
+        """Reads ``source`` on from where its buffer ends, through the fetch session."""
+        watermark, event_time = source.known
+        self._feed.hold(source.segment, source.fetch_offset, source.end, watermark, event_time)
 
-    def _wait_for_reads(self, timeout_s: float) -> None:
-        pending = [s.inflight for s in self._inputs.values() if s.inflight is not None]
-        if pending:
-            wait(pending, timeout=timeout_s, return_when=FIRST_COMPLETED)
-        else:
-            time.sleep(min(timeout_s, 0.01))  # nothing to read: held segments are drained
-        self._absorb_finished_reads()
+    def _wait_for_changes(self, timeout_s: float) -> None:
+        """Waits up to ``timeout_s`` for the held segments' next changes, and takes them in.
 
-    def _absorb_finished_reads(self) -> None:
-        for source in self._inputs.values():
-            if source.inflight is not None and source.inflight.done():
-                future, source.inflight = source.inflight, None
-                source.absorb(future.result())
+        One call for every held segment. A segment that failed is read
+        again by the next wait, as a read of it would be; its error is
+        raised once every other answer was taken in.
+        """
+        if self._feed.idle:
+            time.sleep(timeout_s)  # nothing held can change: only the next sync can bring any
+            return
+        result = self._feed.wait(timeout_s)
+        inputs = self._inputs
+        for read in result.reads:
+            source = inputs.get(read.segment)
+            if source is not None:  # else given back meanwhile
+                source.absorb(read)
+        failed = [(inputs[s], error) for s, error in result.failures if s in inputs]
+        for source, _ in failed:
+            self._hold(source)
+        if failed:
+            raise failed[0][1]
 
     # --- the group ----------------------------------------------------------------
 
@@ -437,11 +449,17 @@ class EventReader(Generic[T]):
 
         After the store refused a sync, the next comes no sooner than an interval later.
         """
+        return self._until_sync_s() <= 0
+
+    def _until_sync_s(self) -> float:
+        """How long until :meth:`_sync_due` says yes, at the latest (0: now)."""
         now = time.monotonic()
         refused = self._sync_refused_at
-        if refused is not None and now - refused < self._sync_interval_s:
-            return False
-        return bool(self._drained) or now - self._last_sync >= self._sync_interval_s
+        if refused is not None:
+            return max(0.0, refused + self._sync_interval_s - now)
+        if self._drained:
+            return 0.0
+        return max(0.0, self._last_sync + self._sync_interval_s - now)
 
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances.
@@ -495,15 +513,17 @@ class EventReader(Generic[T]):
             self._release(segment)
         for segment in held - self._inputs.keys():
             cursor = record.state.cursors[segment]
-            self._inputs[segment] = _SegmentInput(
+            source = self._inputs[segment] = _SegmentInput(
                 segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time, self._moved
             )
+            self._hold(source)
         self._served = None
         self._note_moves()
 
     def _release(self, segment: str) -> None:
-        """Gives up a held segment: a read of it in flight is ignored."""
+        """Gives up a held segment: an answer of it on the way is ignored."""
         del self._inputs[segment]
+        self._feed.release(segment)
         self._drained.discard(segment)
         self._unreported.discard(segment)
         at = bisect.bisect_left(self._ready, segment)
