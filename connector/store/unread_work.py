@@ -52,10 +52,10 @@ def _unread(
     runs = segment.unread_runs(boundary, buckets)
     if boundary > offset:  # inside an append: its rest comes first, at the watermark here
         inside = plan_read(segment, offset, None, boundary - offset).events
-        if runs:
+        if runs and (len(runs) >= buckets or runs[0][0] == before):
             runs[0] = (min(before, runs[0][0]), runs[0][1] + inside)
         else:
-            runs = [(before, inside)]
+            runs.insert(0, (before, inside))
     return tuple(TimeCount(time, count) for time, count in runs if count)
 
 
