@@ -27,7 +27,9 @@ __all__ = [
     "StateValue",
     "StreamDescription",
     "StreamTails",
+    "TimeCount",
     "TruncationResult",
+    "UnreadWork",
     "WriterAssertion",
 ]
 
@@ -137,6 +139,34 @@ class ReadResult:
 
 
 @dataclass(frozen=True)
+class TimeCount:
+    """``count`` items of a segment's work, each holding at least ``time`` (epoch ms)."""
+
+    time: int
+    count: int
+
+
+@dataclass(frozen=True)
+class UnreadWork:
+    """A segment's work from a position, as the store knows it: compact, bounded, conservative.
+
+    ``unread``: the events from the position to the tail, each by the
+    segment's ingestion watermark just before it (the watermark a reader
+    holds when it reaches it), in at most the buckets asked for, oldest
+    first; a bucket's ``time`` is the least of its events'. ``writers``:
+    the writers active at the position, by their latest assertion there
+    (a writer whose assertion there is no longer remembered counts at the
+    segment's event-time watermark there, the least of them), in buckets
+    likewise. ``tail_watermark``: the segment's ingestion watermark at its
+    tail (no event written later is ingested at or before it).
+    """
+
+    unread: tuple[TimeCount, ...]
+    writers: tuple[TimeCount, ...]
+    tail_watermark: int
+
+
+@dataclass(frozen=True)
 class PlannedRead:
     """Where a read of whole events from ``offset`` under a budget would stop, without the data.
 
@@ -157,6 +187,8 @@ class PlannedRead:
     at_tail: bool
     successors: tuple[str, ...] = ()
     event_time_watermark: int | None = None
+    #: The segment's work from ``offset``, when asked for (see :class:`UnreadWork`).
+    work: UnreadWork | None = None
 
 
 @dataclass(frozen=True)
@@ -340,13 +372,18 @@ class StreamTails:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """One plan of a batch (``StoreClient.plan_reads``): as ``plan_read``'s arguments."""
+    """One plan of a batch (``StoreClient.plan_reads``): as ``plan_read``'s arguments.
+
+    ``work_buckets`` > 0 asks for the segment's :class:`UnreadWork` from
+    ``offset`` too, in at most that many buckets each.
+    """
 
     segment: str
     offset: int
     max_events: int | None = None
     max_bytes: int | None = None
     before_time: int | None = None
+    work_buckets: int = 0
 
 
 @dataclass(frozen=True)

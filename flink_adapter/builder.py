@@ -42,6 +42,7 @@ FLINK_NAMES = OptionNames.of(
         "end": "for_stream end",
         "time_domain": "with_time_domain",
         "max_event_time_lag": "with_max_event_time_lag",
+        "watermark_percentile": "with_watermark_percentile",
         "timestamp_field": "with_timestamp_assigner",
         "timestamp_assigner": "with_timestamp_assigner",
         "deserializer": "with_deserialization_schema",
@@ -193,6 +194,17 @@ class FlinkTidemarkReaderBuilder:
         """
         return self._set("max_event_time_lag", lag)
 
+    def with_watermark_percentile(self, p: float) -> FlinkTidemarkReaderBuilder:
+        """The fraction of the group's work the watermark waits for, in (0, 1]; default 1.
+
+        1 is the perfect watermark. Below 1 (ingestion- or event-time
+        domain) the watermark passes the oldest ``1 - p`` of the work (a
+        segment's backlog, a straggling writer): their events come out
+        late, flagged and counted (``tidemark.lateEvents``,
+        ``tidemark.lateFractionPpm``), never dropped.
+        """
+        return self._set("watermark_percentile", p)
+
     def with_reader_group_name(self, name: str) -> FlinkTidemarkReaderBuilder:
         """The name of the source's state and operators."""
         return self._set("reader_group_name", name)
@@ -300,6 +312,7 @@ class FlinkTidemarkReaderBuilder:
             deserializer=options.get("deserialization_schema", "bytes"),
             time_domain=options.get("time_domain", TimeDomain.PROCESSING_TIME),
             max_event_time_lag_ms=None if lag is None else _millis("with_max_event_time_lag", lag),
+            watermark_percentile=options.get("watermark_percentile"),
             timestamp_field=None if is_path else timestamp,
             timestamp_assigner=timestamp if is_path else None,
             budget=options.get("epoch_budget", (MAX_EPOCH_EVENTS, MAX_EPOCH_BYTES)),

@@ -41,6 +41,7 @@ from pyflink.common import Row  # noqa: TC002 - the rows these functions yield
 from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
 
 from connector.client import StoreClient  # noqa: TC001 - a reader's client, held
+from connector.reader.late_count import LateCount
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -205,6 +206,8 @@ class TaskReader(FlatMapFunction):
         self._events = group.counter("eventsRead")
         self._bytes = group.counter("bytesRead")
         self._late = group.counter("lateEvents")
+        self._late_count = LateCount()
+        self._late_fraction = Value(group, "lateFractionPpm", mode)
         self._fetch_lag = Value(operator, "currentFetchEventTimeLag", mode)
         self._emit_lag = Value(operator, "currentEmitEventTimeLag", mode)
         self._watermark_lag = Value(operator, "watermarkLag", mode)
@@ -255,6 +258,8 @@ class TaskReader(FlatMapFunction):
         late = sum(columns.late)
         if late:
             self._late.inc(late)
+        self._late_count.count(len(columns), late)
+        self._late_fraction.set(self._late_count.parts_per_million)
         last = columns.event_times[-1]
         self._fetch_lag.set(fetched_at - last)
         self._emit_lag.set(_now_ms() - last)

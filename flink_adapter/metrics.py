@@ -9,8 +9,10 @@ On each reader subtask (operator ``Tidemark source: <streams>``):
 - ``watermarkLag``: ms from the last watermark this subtask emitted to now
   (when it emitted it: the gap the source adds);
 - ``tidemark.eventsRead``, ``tidemark.bytesRead``, ``tidemark.lateEvents``
-  (counters), ``tidemark.pythonThreadMode`` (1 in thread mode, 0 in process
-  mode: where this subtask's Python actually runs).
+  (counters), ``tidemark.lateFractionPpm`` (late events over events read,
+  in millionths: check it against ``with_watermark_percentile``),
+  ``tidemark.pythonThreadMode`` (1 in thread mode, 0 in process mode: where
+  this subtask's Python actually runs).
 
 On the coordinator (operator ``Tidemark coordinator: <streams>``):
 

@@ -54,6 +54,7 @@ _SOURCE_OPTIONS = (
     "stream",
     "timeDomain",
     "maxEventTimeLag",
+    "watermarkPercentile",
     "timestampField",
     "timestampAssigner",
     "startingStreamCut",
@@ -306,6 +307,7 @@ SOURCE_LABELS = {
     "end": "option 'endingStreamCut'",
     "time_domain": "option 'timeDomain'",
     "max_event_time_lag": "option 'maxEventTimeLag'",
+    "watermark_percentile": "option 'watermarkPercentile'",
     "timestamp_field": "option 'timestampField'",
     "timestamp_assigner": "option 'timestampAssigner'",
     "deserializer": "option 'deserializer'",
@@ -353,6 +355,7 @@ def read_spec(options: Mapping[str, str]) -> ReadSpec:
         max_event_time_lag_ms=None
         if lag_text is None
         else parse_interval_ms(lag_text, "maxEventTimeLag"),
+        watermark_percentile=_fraction(found, "watermarkPercentile"),
         timestamp_field=found.get("timestampField"),
         timestamp_assigner=found.get("timestampAssigner"),
         budget=(
@@ -360,6 +363,18 @@ def read_spec(options: Mapping[str, str]) -> ReadSpec:
             _positive_int(found, "maxBytesPerTrigger"),
         ),
     )
+
+
+def _fraction(found: Mapping[str, str], option: str) -> float | None:
+    """Option ``option`` as a number (None: not given); its range is checked by the spec."""
+    text = found.get(option)
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        msg = f"option {option!r} must be a number in (0, 1], got {text!r}"
+        raise InvalidArgumentError(msg) from None
 
 
 def _cut(

@@ -385,21 +385,23 @@ class DeleteStateResponse(_message.Message):
     def __init__(self, deleted: bool = ..., current: _Optional[_Union[StateValue, _Mapping]] = ...) -> None: ...
 
 class PlanReadRequest(_message.Message):
-    __slots__ = ("segment", "offset", "max_events", "max_bytes", "before_time")
+    __slots__ = ("segment", "offset", "max_events", "max_bytes", "before_time", "work_buckets")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TIME_FIELD_NUMBER: _ClassVar[int]
+    WORK_BUCKETS_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     max_events: int
     max_bytes: int
     before_time: int
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ..., before_time: _Optional[int] = ...) -> None: ...
+    work_buckets: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ..., before_time: _Optional[int] = ..., work_buckets: _Optional[int] = ...) -> None: ...
 
 class PlanReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark")
+    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark", "work")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -409,6 +411,7 @@ class PlanReadResponse(_message.Message):
     AT_TAIL_FIELD_NUMBER: _ClassVar[int]
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    WORK_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     next_offset: int
@@ -418,7 +421,26 @@ class PlanReadResponse(_message.Message):
     at_tail: bool
     successors: _containers.RepeatedScalarFieldContainer[str]
     event_time_watermark: int
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ...) -> None: ...
+    work: UnreadWork
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., work: _Optional[_Union[UnreadWork, _Mapping]] = ...) -> None: ...
+
+class TimeCount(_message.Message):
+    __slots__ = ("time", "count")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    time: int
+    count: int
+    def __init__(self, time: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class UnreadWork(_message.Message):
+    __slots__ = ("unread", "writers", "tail_watermark")
+    UNREAD_FIELD_NUMBER: _ClassVar[int]
+    WRITERS_FIELD_NUMBER: _ClassVar[int]
+    TAIL_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    unread: _containers.RepeatedCompositeFieldContainer[TimeCount]
+    writers: _containers.RepeatedCompositeFieldContainer[TimeCount]
+    tail_watermark: int
+    def __init__(self, unread: _Optional[_Iterable[_Union[TimeCount, _Mapping]]] = ..., writers: _Optional[_Iterable[_Union[TimeCount, _Mapping]]] = ..., tail_watermark: _Optional[int] = ...) -> None: ...
 
 class Failure(_message.Message):
     __slots__ = ("code", "message", "details")

@@ -68,7 +68,9 @@ from connector.model import (
     StateValue,
     StreamDescription,
     StreamTails,
+    TimeCount,
     TruncationResult,
+    UnreadWork,
     WriterAssertion,
 )
 from connector.revisions import unknown_outcome
@@ -527,12 +529,14 @@ class StoreClient:
         max_events: int | None = None,
         max_bytes: int | None = None,
         before_time: int | None = None,
+        work_buckets: int = 0,
     ) -> PlannedRead:
         """Where a read from ``offset`` under the budget would stop (None: no limit).
 
         With ``before_time`` (epoch ms), it stops before the first event
-        ingested at or after it. See :meth:`SegmentStore.plan_read`; the
-        store counts, no event is sent.
+        ingested at or after it. With ``work_buckets`` > 0 the plan carries
+        the segment's :class:`~connector.model.UnreadWork` from ``offset``.
+        See :meth:`SegmentStore.plan_read`; the store counts, no event is sent.
         """
         request = _pb.PlanReadRequest(
             segment=segment,
@@ -540,6 +544,7 @@ class StoreClient:
             max_events=max_events or 0,
             max_bytes=max_bytes or 0,
             before_time=before_time,
+            work_buckets=work_buckets,
         )
         return _planned(self._invoke(self._stub.PlanRead, request))
 
@@ -556,6 +561,7 @@ class StoreClient:
                     max_events=p.max_events or 0,
                     max_bytes=p.max_bytes or 0,
                     before_time=p.before_time,
+                    work_buckets=p.work_buckets,
                 )
                 for p in plans
             ]
@@ -787,6 +793,15 @@ def _planned(message: Any) -> PlannedRead:
         at_tail=message.at_tail,
         successors=tuple(message.successors),
         event_time_watermark=_event_time(message),
+        work=_work(message.work) if message.HasField("work") else None,
+    )
+
+
+def _work(message: Any) -> UnreadWork:
+    return UnreadWork(
+        unread=tuple(TimeCount(b.time, b.count) for b in message.unread),
+        writers=tuple(TimeCount(b.time, b.count) for b in message.writers),
+        tail_watermark=message.tail_watermark,
     )
 
 

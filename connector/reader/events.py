@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from connector.errors import InvalidArgumentError
+from connector.groups.percentile import check_percentile
 from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner, to_millis
 
 __all__ = ["END_OF_TIME", "EventRead", "Position", "ReaderConfig", "TimeDomain", "to_millis"]
@@ -123,15 +124,29 @@ class ReaderConfig:
             its watermark forward.
         read_timeout: how long ``read_next_event`` waits for an event or a
             watermark when not told (timedelta or ms).
+        watermark_percentile: the fraction of the group's work a watermark
+            waits for, in (0, 1] (a domain with watermarks only). 1, the
+            default, is the perfect watermark: nothing is late unless a
+            writer breaks its promise. Below 1 the watermark passes the
+            oldest ``1 - p`` of the work (a segment's backlog, a straggling
+            writer) and their events come out late, flagged and counted
+            (:attr:`EventReader.late_count`), never dropped; see
+            :mod:`connector.groups.percentile`.
     """
 
     time_domain: TimeDomain = TimeDomain.PROCESSING_TIME
     timestamp_assigner: TimestampAssigner[Any] = field(default_factory=IngestionTimeAssigner)
     max_event_time_lag: int | timedelta = 0
     read_timeout: int | timedelta = 500
+    watermark_percentile: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_domain", TimeDomain.parse(self.time_domain))
+        object.__setattr__(
+            self,
+            "watermark_percentile",
+            check_percentile(self.watermark_percentile, "watermark_percentile"),
+        )
         object.__setattr__(
             self, "max_event_time_lag", to_millis("max_event_time_lag", self.max_event_time_lag)
         )

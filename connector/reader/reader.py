@@ -25,6 +25,7 @@ from connector.background import FailureLog
 from connector.client.serializers import Serializer
 from connector.errors import ClosedError, InvalidArgumentError, ResourceExhaustedError
 from connector.framing import Frame, iter_frames
+from connector.groups.percentile import PERFECT
 from connector.groups.record import GroupRecord
 from connector.groups.state import (
     NO_WRITER,
@@ -37,6 +38,7 @@ from connector.groups.tracking import GroupTimeTracker
 from connector.model import ReadResult
 from connector.reader.events import EventRead, Position, ReaderConfig
 from connector.reader.feed import SegmentFeed
+from connector.reader.late_count import LateCount
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
@@ -47,6 +49,7 @@ from connector.reader.membership import (
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
 from connector.reader.source.timekeeping import TimeKeeping, is_late, rose
+from connector.reader.unread_work import group_work
 from connector.timestamps import END_OF_TIME
 
 __all__ = ["EventReader"]
@@ -185,7 +188,12 @@ class EventReader(Generic[T]):
             raise InvalidArgumentError(msg)
         self.reader_id = reader_id
         self.config = config
-        self._time = TimeKeeping.of(config.time_domain, config.timestamp_assigner, config.lag_ms)
+        self._time = TimeKeeping.of(
+            config.time_domain,
+            config.timestamp_assigner,
+            config.lag_ms,
+            config.watermark_percentile,
+        )
         self._group = group
         self._client = group.client
         self._serializer = serializer
@@ -208,6 +216,9 @@ class EventReader(Generic[T]):
             f"reader {reader_id!r} writing its position to group {group.name!r}", _log
         )
         self._last_emitted: int | None = None
+        # The watermark at the percentile over the group's work, asked at each sync (p < 1).
+        self._at_percentile: int | None = None
+        self._late = LateCount()
         self._closed = False  # no more reads
         self._left = False  # the group no longer lists this reader
         self._feed = SegmentFeed(self._client, max_bytes_per_segment=READ_CHUNK_BYTES)
@@ -286,6 +297,11 @@ class EventReader(Generic[T]):
         return self._last_emitted
 
     @property
+    def late_count(self) -> LateCount:
+        """The events this reader returned and how many were late (compare with the percentile)."""
+        return self._late
+
+    @property
     def segments(self) -> list[str]:
         """The segments this reader holds now."""
         return sorted(self._inputs)
@@ -353,13 +369,15 @@ class EventReader(Generic[T]):
             )
             source.take()
             self._served = segment
+            late = bool(is_late(event_time, self._last_emitted))
+            self._late.count(1, late)
             return EventRead.of_event(
                 event,
                 event_time,
                 frame.ingestion_time,
                 Position(segment, frame.offset),
                 frame.routing_key,
-                late=bool(is_late(event_time, self._last_emitted)),
+                late=late,
             )
         return None
 
@@ -367,11 +385,14 @@ class EventReader(Generic[T]):
         """The watermark to yield now, from the last synced state and this reader's own positions.
 
         The group's time is kept up to date as positions move and syncs
-        come (:class:`GroupTimeTracker`), so this costs nothing per segment.
+        come (:class:`GroupTimeTracker`), so this costs nothing per segment;
+        below percentile 1 the one at the percentile counts when higher
+        (asked of the store at each sync).
         """
         if self._group_time is None:
             return None
-        watermark = self._time.watermark_of(self._group_time.least(), self._state.is_done)
+        perfect = self._time.watermark_of(self._group_time.least(), self._state.is_done)
+        watermark = self._time.higher(perfect, self._at_percentile)
         if not rose(watermark, self._last_emitted):
             return None
         self._last_emitted = watermark
@@ -519,6 +540,20 @@ class EventReader(Generic[T]):
             self._hold(source)
         self._served = None
         self._note_moves()
+        self._ask_percentile()
+
+    def _ask_percentile(self) -> None:
+        """Below percentile 1: the watermark at it, over the group's work from its positions.
+
+        The held segments' positions are this reader's own, the others' the
+        group's state's; the store tells the work (one call). When it
+        cannot, the perfect watermark holds until the next sync.
+        """
+        if self._time.percentile == PERFECT or not self._time.has_watermarks:
+            return
+        offsets = {s: source.consumed_offset for s, source in self._inputs.items()}
+        work = group_work(self._client, self._state, offsets)
+        self._at_percentile = self._time.percentile_watermark(work, self._state.is_done)
 
     def _release(self, segment: str) -> None:
         """Gives up a held segment: an answer of it on the way is ignored."""

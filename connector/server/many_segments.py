@@ -235,6 +235,7 @@ class ManySegments:
                     request.max_events or None,
                     request.max_bytes or None,
                     request.before_time if request.HasField("before_time") else None,
+                    request.work_buckets,
                 )
             except StoreUnavailableError:
                 raise  # the whole call: a client retries it

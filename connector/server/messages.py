@@ -12,6 +12,7 @@ from connector.model import (
     StateValue,
     StreamDescription,
     StreamTails,
+    UnreadWork,
 )
 from connector.server.status import error_metadata, shortened, status_of
 
@@ -85,6 +86,16 @@ def plan_message(plan: PlannedRead) -> _pb.PlanReadResponse:
         at_tail=plan.at_tail,
         successors=plan.successors,
         event_time_watermark=plan.event_time_watermark,
+        work=None if plan.work is None else work_message(plan.work),
+    )
+
+
+def work_message(work: UnreadWork) -> _pb.UnreadWork:
+    """A segment's work as a message."""
+    return _pb.UnreadWork(
+        unread=[_pb.TimeCount(time=b.time, count=b.count) for b in work.unread],
+        writers=[_pb.TimeCount(time=b.time, count=b.count) for b in work.writers],
+        tail_watermark=work.tail_watermark,
     )
 
 

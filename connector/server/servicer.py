@@ -245,6 +245,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             request.max_events or None,
             request.max_bytes or None,
             request.before_time if request.HasField("before_time") else None,
+            request.work_buckets,
         )
         return plan_message(plan)
 

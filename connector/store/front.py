@@ -81,6 +81,7 @@ from connector.store.streams import (
     seal_record,
     truncation_record,
 )
+from connector.store.unread_work import check_buckets, unread_work
 
 __all__ = ["StoreFront"]
 
@@ -399,11 +400,16 @@ class StoreFront(Generic[S]):
         max_events: int | None = None,
         max_bytes: int | None = None,
         before_time: int | None = None,
+        work_buckets: int = 0,
     ) -> PlannedRead:
         """Where a read under a budget would stop (see :meth:`Storage.plan_read`)."""
         target = self.engine.segment(segment, offset)
         check_plan_limits(max_events, max_bytes, before_time)
-        return plan(target, offset, max_events, max_bytes, before_time)
+        check_buckets(work_buckets)
+        planned = plan(target, offset, max_events, max_bytes, before_time)
+        if not work_buckets:
+            return planned
+        return replace(planned, work=unread_work(target, offset, work_buckets))
 
     def segment_info(self, segment: str) -> SegmentInfo:
         """The segment's attributes now (see :meth:`Storage.segment_info`)."""

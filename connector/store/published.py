@@ -48,6 +48,7 @@ from connector.store.event_time import (
 )
 from connector.store.event_time_index import EventTimeIndex
 from connector.store.watermark_index import WatermarkIndex
+from connector.store.writer_history import WriterHistory
 
 __all__ = ["PublishedSegment", "SegmentIdentity", "SegmentSnapshot"]
 
@@ -127,6 +128,7 @@ class PublishedSegment:
         # The writers' marks (seed 002) and the event-time index they give, published.
         self._marks: dict[str, WriterMark] = {}
         self._event_index = EventTimeIndex()
+        self._writer_history = WriterHistory()
         self._checkpoints = SparseBoundaries()
         # Mid-batch offsets handed out as a read's next offset: known event boundaries,
         # so a sequential reader's next read is not checked by rescanning its batch.
@@ -191,6 +193,7 @@ class PublishedSegment:
         with self._changed:
             self._marks = marks
             self._event_index = EventTimeIndex(held_time(marks))
+            self._writer_history.record(0, {}, marks)
         self._pending_marks = dict(marks)
 
     # --- applying durable records -------------------------------------------------
@@ -293,6 +296,7 @@ class PublishedSegment:
             self.last_write_time = time_ms
             self._index.record(end - 1, time_ms - 1, events)
             if marks is not None:
+                self._writer_history.record(end, self._marks, marks)
                 self._marks = dict(marks)
                 self._event_index.record(end - 1, held_time(marks))
             self.sealed = self.sealed or sealed
@@ -397,6 +401,16 @@ class PublishedSegment:
                 self._event_index.time_after(end),
                 self._event_index.least_within(start, end),
             )
+
+    def unread_runs(self, boundary: int, buckets: int) -> list[tuple[int, int]]:
+        """The events after indexed boundary ``boundary``: :meth:`WatermarkIndex.unread_after`."""
+        with self._changed:
+            return self._index.unread_after(boundary, buckets)
+
+    def writers_at(self, offset: int) -> list[int]:
+        """The assertions of the writers active at ``offset``, one each (:class:`WriterHistory`)."""
+        with self._changed:
+            return self._writer_history.at(offset, self._event_index.time_after(offset))
 
     def event_index_entries(self) -> tuple[list[int], list[int | None]]:
         """The event-time index's offsets and times (copies)."""

@@ -344,6 +344,7 @@ class Storage(Protocol):
         max_events: int | None = None,
         max_bytes: int | None = None,
         before_time: int | None = None,
+        work_buckets: int = 0,
     ) -> PlannedRead:
         """Where a read from ``offset`` under a budget would stop, without the data.
 
@@ -351,13 +352,16 @@ class Storage(Protocol):
         limit). With ``before_time``, it stops before the first event
         ingested at or after that time (epoch ms): from a segment's first
         readable offset, where a read by time starts (see
-        :mod:`connector.store.read_plan`).
+        :mod:`connector.store.read_plan`). With ``work_buckets`` > 0 the
+        plan carries the segment's work from ``offset`` to its tail, in at
+        most that many buckets each (:mod:`connector.store.unread_work`).
 
         Raises:
             TruncatedError: the stream was truncated past ``offset`` (the
                 error names the first readable offset).
             InvalidArgumentError: ``offset`` is negative, past the end or not
-                at an event boundary; a limit is given and not > 0.
+                at an event boundary; a limit is given and not > 0;
+                ``work_buckets`` is negative or above 256.
             StoreUnavailableError: the data could not be read.
         """
         ...

@@ -101,6 +101,35 @@ class WatermarkIndex:
         last = max(last, first)
         return self._offsets[last] + 1, counts[last] - counts[first]
 
+    def unread_after(self, boundary: int, buckets: int) -> list[tuple[int, int]]:
+        """The events after entry boundary ``boundary``, in at most ``buckets`` runs.
+
+        Each run is ``(watermark, events)``: ``events`` consecutive events,
+        the first of which comes right after ``watermark`` held (the
+        segment's watermark before it, the least of the run's). Runs hold
+        about as many events each, and runs with one watermark are one.
+        The counts must be known and ``boundary`` an entry's. O(``buckets``
+        log entries).
+        """
+        counts = self._counts
+        first = self.entry_index(boundary)
+        if counts is None or first is None:
+            msg = f"no event count at boundary {boundary} of this watermark index"
+            raise FailedPreconditionError(msg)
+        start, total = counts[first], counts[-1] - counts[first]
+        runs: list[tuple[int, int]] = []
+        for k in range(buckets):
+            low = start + total * k // buckets
+            high = start + total * (k + 1) // buckets
+            if high <= low:
+                continue
+            before = self._watermarks[bisect_right(counts, low) - 1]
+            if runs and runs[-1][0] == before:
+                runs[-1] = (before, runs[-1][1] + high - low)
+            else:
+                runs.append((before, high - low))
+        return runs
+
     def time_bounds(self, time_ms: int) -> tuple[int, int | None]:
         """Where events ingested at or after ``time_ms`` may begin: ``(before, after)`` boundaries.
 

@@ -78,6 +78,11 @@ def test_credentials_go_into_the_uri_as_files():
         (lambda b: b.with_time_domain("EventTime"), "with_time_domain"),
         (lambda b: b.with_timestamp_assigner("ts"), "reads a field of JSON events"),
         (lambda b: b.with_max_event_time_lag(-1), "with_max_event_time_lag"),
+        (
+            lambda b: b.with_time_domain("IngestionTime").with_watermark_percentile(1.5),
+            "with_watermark_percentile",
+        ),
+        (lambda b: b.with_watermark_percentile(0.9), "with_watermark_percentile"),
         (lambda b: b.with_parallelism(0), "with_parallelism"),
         (lambda b: b.with_reader_group_name("no spaces"), "with_reader_group_name"),
         (lambda b: b.with_epoch_interval(0), "with_epoch_interval"),

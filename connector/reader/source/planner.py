@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
+from connector.groups.percentile import PERFECT
 from connector.groups.state import GroupState, writers_event_time
 from connector.model import initial_watermark
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
@@ -30,6 +31,7 @@ from connector.reader.source.limits import Budget
 from connector.reader.source.ranges import SegmentRange, chains_of, ranges_between, split_range
 from connector.reader.source.spec import ReadSpec
 from connector.reader.source.tasks import ReadTask
+from connector.reader.unread_work import group_work
 
 __all__ = ["SourcePlanner", "Step"]
 
@@ -91,8 +93,23 @@ class SourcePlanner:
     ) -> tuple[Frontier, dict[str, tuple[SegmentRange, ...]]]:
         budget = self.spec.budget if budget is None else budget
         if budget.unlimited:
-            return self.tail(previous), {}
-        return advance_within(self.client, previous, budget, self.spec.time, self.spec.task_size)
+            return self._at_percentile(previous, self.tail(previous)), {}
+        end, pieces = advance_within(
+            self.client, previous, budget, self.spec.time, self.spec.task_size
+        )
+        return self._at_percentile(previous, end), pieces
+
+    def _at_percentile(self, previous: Frontier, end: Frontier) -> Frontier:
+        """``end`` with the watermark at the spec's percentile (below 1), over the work after it.
+
+        The store tells the work of every unfinished segment from ``end``
+        (one call); without it the perfect watermark stays.
+        """
+        time = self.spec.time
+        if time.percentile == PERFECT or not time.has_watermarks:
+            return end
+        work = group_work(self.client, end.state)
+        return replace(end, watermark=time.advanced(end.state, previous.watermark, work=work))
 
     def tail(self, previous: Frontier) -> Frontier:
         """Everything in the streams now: open segments at their tails, sealed ones finished.

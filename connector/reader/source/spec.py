@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TypeVar
 from connector.client.connection import StoreClient, parse_uri
 from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError
+from connector.groups.percentile import PERFECT, check_percentile
 from connector.names import StreamId
 from connector.reader.events import TimeDomain
 from connector.reader.source.cuts import StreamCut
@@ -130,6 +131,7 @@ class ReadSpec:
         credentials: ClientCredentials | None = None,
         time_domain: TimeDomain | str = TimeDomain.PROCESSING_TIME,
         max_event_time_lag_ms: int | None = None,
+        watermark_percentile: float | None = None,
         timestamp_field: str | None = None,
         timestamp_assigner: str | None = None,
         budget: tuple[int | None, int | None] = (None, None),
@@ -141,7 +143,8 @@ class ReadSpec:
         ``timestamp_field`` names a JSON field holding event time;
         ``timestamp_assigner`` a ``module:function`` giving it; neither: the
         ingestion time (not in the event-time domain, which needs one).
-        ``max_event_time_lag_ms`` is for the domains with watermarks.
+        ``max_event_time_lag_ms`` and ``watermark_percentile`` (in (0, 1],
+        default 1: the perfect watermark) are for the domains with watermarks.
 
         Raises:
             InvalidArgumentError: naming the option whose value is wrong or missing.
@@ -169,8 +172,10 @@ class ReadSpec:
                 f"{names.label('timestamp_field')} or {names.label('timestamp_assigner')}"
             )
             raise InvalidArgumentError(msg)
+        percentile = _percentile(watermark_percentile, domain, names)
         time = names.checked(
-            "max_event_time_lag", lambda: TimeKeeping.of(domain, assigner, max_event_time_lag_ms)
+            "max_event_time_lag",
+            lambda: TimeKeeping.of(domain, assigner, max_event_time_lag_ms, percentile),
         )
         limits = {}
         for part, (events, size) in (("budget", budget), ("task_size", task_size)):
@@ -309,3 +314,17 @@ def _joined(cuts: Iterable[StreamCut]) -> StreamCut:
     for cut in cuts:
         joined.update(cut.as_dict())
     return StreamCut.offsets(joined)
+
+
+def _percentile(p: float | None, domain: TimeDomain, names: OptionNames) -> float:
+    """The checked watermark percentile (None: 1), refused naming the option and its value."""
+    if p is None:
+        return PERFECT
+    shown = names.shown("watermark_percentile", p)
+    if domain is TimeDomain.PROCESSING_TIME:
+        names.refuse(
+            "watermark_percentile",
+            f"{shown} needs {names.label('time_domain')} {TimeDomain.INGESTION_TIME.value!r} or "
+            f"{TimeDomain.EVENT_TIME.value!r}: the {domain.value!r} domain has no watermarks",
+        )
+    return names.checked("watermark_percentile", lambda: check_percentile(p, "the percentile"))

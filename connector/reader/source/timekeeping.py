@@ -27,11 +27,17 @@ positions move asks :meth:`TimeKeeping.watermark_of` of it).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from connector.errors import InvalidArgumentError
+from connector.groups.percentile import (
+    PERFECT,
+    check_percentile,
+    ingestion_percentile,
+    writers_percentile,
+)
 from connector.groups.state import (
     INGESTION_WATERMARK,
     NO_WRITER,
@@ -39,6 +45,7 @@ from connector.groups.state import (
     GroupState,
     GroupTime,
 )
+from connector.model import UnreadWork
 from connector.reader.events import TimeDomain
 from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner
 
@@ -80,17 +87,58 @@ class TimeKeeping(ABC):
     group_time: ClassVar[GroupTime | None]
 
     def watermark(
-        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
+        self,
+        state: GroupState,
+        fresher: Mapping[str, int | None] | None = None,
+        work: Collection[UnreadWork] | None = None,
     ) -> int | None:
         """The event-time watermark of a group at ``state``, or None (none now).
 
         ``fresher`` maps readable segments to newer values than the state's
         (a reader's own positions), each what :meth:`kept` keeps of one.
-        Not yet checked to rise.
+        ``work`` is what the store says of every unfinished segment's work
+        from the group's position (see :meth:`percentile_watermark`). Not yet
+        checked to rise.
         """
         if self.group_time is None:
             return None
-        return self.watermark_of(self.group_time.least(state, fresher), state.is_done)
+        done = state.is_done
+        perfect = self.watermark_of(self.group_time.least(state, fresher), done)
+        return self.higher(perfect, self.percentile_watermark(work, done))
+
+    @property
+    def percentile(self) -> float:
+        """The fraction of the group's work the watermark waits for (1: all, the perfect one)."""
+        return PERFECT
+
+    def percentile_watermark(self, work: Collection[UnreadWork] | None, done: bool) -> int | None:
+        """The watermark at :attr:`percentile` over the group's ``work`` alone, or None.
+
+        ``work``: the store's :class:`~connector.model.UnreadWork` of every
+        unfinished segment from the group's position
+        (:func:`connector.reader.unread_work.group_work`). None at
+        percentile 1 (the perfect watermark is the rule), without work, or
+        when the domain has no such time now. Not yet checked to rise;
+        :meth:`higher` combines it with the perfect one.
+        """
+        if work is None or self.percentile == PERFECT:
+            return None
+        return self.watermark_of(self._group_time_at_percentile(work), done)
+
+    @staticmethod
+    def higher(perfect: int | None, at_percentile: int | None) -> int | None:
+        """The watermark given the perfect one and the one at the percentile.
+
+        Never below ``perfect``; ``perfect`` while either is None (a time
+        not known yet holds the group back at no known time).
+        """
+        if perfect is None or at_percentile is None:
+            return perfect
+        return max(perfect, at_percentile)
+
+    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int | None:
+        """The group's time at :attr:`percentile` over ``work`` (the domain's rule)."""
+        return None
 
     @abstractmethod
     def watermark_of(self, group_time: int | None, done: bool) -> int | None:
@@ -126,13 +174,15 @@ class TimeKeeping(ABC):
         state: GroupState,
         last: int | None,
         fresher: Mapping[str, int | None] | None = None,
+        work: Collection[UnreadWork] | None = None,
     ) -> int | None:
         """The watermark a frontier at ``state`` carries after one that carried ``last``.
 
-        The group's watermark when it rose above ``last``, else ``last``:
-        it never steps back. None in a domain without watermarks.
+        The group's watermark (at the percentile, given ``work``) when it
+        rose above ``last``, else ``last``: it never steps back. None in a
+        domain without watermarks.
         """
-        watermark = self.watermark(state, fresher)
+        watermark = self.watermark(state, fresher, work)
         return watermark if rose(watermark, last) else last
 
     def emitted(
@@ -150,14 +200,20 @@ class TimeKeeping(ABC):
         domain: TimeDomain | str,
         assigner: TimestampAssigner[Any] | None = None,
         lag_ms: int | None = None,
+        percentile: float = PERFECT,
     ) -> TimeKeeping:
         """The time keeping of ``domain``, with ``assigner`` and, with watermarks, ``lag_ms``.
 
+        ``percentile`` (in (0, 1]) is the fraction of the group's work its
+        watermarks wait for (see :mod:`connector.groups.percentile`).
+
         Raises:
-            InvalidArgumentError: a lag for a domain without watermarks, or a
-                negative lag, naming it; the event-time domain without an
+            InvalidArgumentError: a lag or a percentile below 1 for a domain
+                without watermarks, a negative lag, a percentile outside
+                (0, 1], naming it; the event-time domain without an
                 assigner (it compares the events' own times with the writers').
         """
+        percentile = check_percentile(percentile)
         domain = TimeDomain.parse(domain)
         if domain is TimeDomain.EVENT_TIME and (
             assigner is None or isinstance(assigner, IngestionTimeAssigner)
@@ -169,9 +225,15 @@ class TimeKeeping(ABC):
             raise InvalidArgumentError(msg)
         assigner = assigner if assigner is not None else IngestionTimeAssigner()
         if domain is TimeDomain.INGESTION_TIME:
-            return IngestionTime(assigner, 0 if lag_ms is None else lag_ms)
+            return IngestionTime(assigner, 0 if lag_ms is None else lag_ms, percentile)
         if domain is TimeDomain.EVENT_TIME:
-            return EventTime(assigner, 0 if lag_ms is None else lag_ms)
+            return EventTime(assigner, 0 if lag_ms is None else lag_ms, percentile)
+        if percentile != PERFECT:
+            msg = (
+                f"a watermark percentile of {percentile!r} needs a domain with watermarks: "
+                f"{domain.value!r} has none"
+            )
+            raise InvalidArgumentError(msg)
         if lag_ms:
             msg = (
                 f"a lag of {lag_ms!r} ms needs a domain with watermarks: {domain.value!r} has none"
@@ -202,9 +264,13 @@ class _Lagged(TimeKeeping):
             clock (ms, >= 0). Not the store's ``--max-watermark-lag-ms``,
             which is how long a segment is idle before the store ticks its
             watermark.
+        watermark_percentile: the fraction of the group's work the
+            watermark waits for, in (0, 1]; 1 (the default) is the perfect
+            watermark (see :mod:`connector.groups.percentile`).
     """
 
     max_event_time_lag_ms: int = 0
+    watermark_percentile: float = PERFECT
     has_watermarks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -212,6 +278,12 @@ class _Lagged(TimeKeeping):
         if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
             msg = f"max_event_time_lag must be milliseconds >= 0, got {lag!r}"
             raise InvalidArgumentError(msg)
+        check_percentile(self.watermark_percentile)
+
+    @property
+    def percentile(self) -> float:
+        """``watermark_percentile``."""
+        return self.watermark_percentile
 
     @property
     def lag_ms(self) -> int:
@@ -233,6 +305,10 @@ class IngestionTime(_Lagged):
         """The group watermark less the lag; END_OF_TIME once the group is done."""
         assert group_time is not None  # every segment has an ingestion watermark
         return self._less_lag(group_time)
+
+    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int:
+        """The unread events' :func:`~connector.groups.percentile.ingestion_percentile`."""
+        return ingestion_percentile(work, self.watermark_percentile)
 
 
 @dataclass(frozen=True)
@@ -267,3 +343,7 @@ class EventTime(_Lagged):
         if done:
             return END_OF_TIME
         return None if group_time == NO_WRITER else self._less_lag(group_time)
+
+    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int:
+        """The active writers' :func:`~connector.groups.percentile.writers_percentile`."""
+        return writers_percentile(work, self.watermark_percentile)

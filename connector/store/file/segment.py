@@ -21,6 +21,7 @@ from connector.store.file.open_files import OpenFiles
 from connector.store.published import PublishedSegment, SegmentIdentity, SegmentSnapshot
 from connector.store.records import SegmentState
 from connector.store.watermark_index import WatermarkIndex
+from connector.store.writer_history import WriterHistory
 
 __all__ = ["Segment", "SegmentSnapshot"]
 
@@ -65,6 +66,7 @@ class Segment(PublishedSegment):
         )
         segment._marks = dict(state.writer_marks)
         segment._pending_marks = dict(state.writer_marks)
+        segment._writer_history = WriterHistory.resumed(state.end, state.writer_marks)
         return segment
 
     def state(self) -> SegmentState:

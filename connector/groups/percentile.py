@@ -1,0 +1,95 @@
+"""The percentile watermark (seed 001): the time at least a fraction p of a group's work lies after.
+
+The perfect watermark (:func:`~connector.groups.state.least_unfinished`)
+waits for the oldest piece of work; "if mostly correct is sufficient", a
+watermark at percentile ``p`` waits only until a fraction ``p`` of the
+work lies after it, and so advances sooner and more smoothly, at the cost
+of the rest coming out late (flagged and counted, never dropped).
+
+The work, per unfinished segment, is what the store says of it from the
+group's position (:class:`~connector.model.UnreadWork`):
+
+- in the ingestion-time domain (:func:`ingestion_percentile`), the unread
+  events, each by the segment's watermark just before it (an event lies
+  after ``W`` when that is at or above ``W``); no segment's future events
+  may come out late, so the watermark is also at most the least of the
+  segments' tail watermarks;
+- in the event-time domain (:func:`writers_percentile`), the writers
+  active at the position, each by its latest assertion there (a writer
+  lies after ``W`` when its assertion is at or above ``W``); a writer
+  counts once per segment it writes.
+
+At ``p = 1`` both are the perfect watermark over the same values. Pure
+functions over plain values; the hosts ask the store for the work
+(:mod:`connector.reader.unread_work`) and keep the watermarks they yield
+ascending (:class:`~connector.reader.source.timekeeping.TimeKeeping`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from connector.errors import InvalidArgumentError
+from connector.model import TimeCount, UnreadWork
+from connector.timestamps import END_OF_TIME
+
+__all__ = [
+    "PERFECT",
+    "check_percentile",
+    "ingestion_percentile",
+    "percentile_time",
+    "writers_percentile",
+]
+
+#: The percentile of the perfect watermark: all of the work lies after it.
+PERFECT = 1.0
+
+#: A product ``p * n`` this close above a whole number counts as that number (0.9 * 10 is 9).
+_ROUNDING = 1e-9
+
+
+def check_percentile(p: object, option: str = "watermark_percentile") -> float:
+    """``p`` as a float in (0, 1], or InvalidArgumentError naming ``option`` and the value."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        msg = f"{option} must be a number in (0, 1] (1: the perfect watermark), got {p!r}"
+        raise InvalidArgumentError(msg)
+    return float(p)
+
+
+def percentile_time(items: Iterable[TimeCount], p: float) -> int | None:
+    """The greatest ``W`` such that items holding at least ``W`` are a fraction ``p`` or more.
+
+    With ``n`` items in all, at least ``ceil(p * n)`` of them (at least
+    one) hold ``W`` or more; at ``p = 1`` that is the least item's time.
+    None when there is no item.
+    """
+    ordered = sorted((i for i in items if i.count > 0), key=lambda i: i.time, reverse=True)
+    total = sum(i.count for i in ordered)
+    if not total:
+        return None
+    needed = min(total, max(1, math.ceil(p * total - _ROUNDING)))
+    counted = 0
+    for item in ordered:
+        counted += item.count
+        if counted >= needed:
+            break
+    return item.time
+
+
+def ingestion_percentile(work: Iterable[UnreadWork], p: float) -> int:
+    """The group watermark at percentile ``p`` in the ingestion-time domain.
+
+    The least of the segments' tail watermarks and of the unread events'
+    :func:`percentile_time`; END_OF_TIME for no segment.
+    """
+    segments = list(work)
+    bound = min((w.tail_watermark for w in segments), default=END_OF_TIME)
+    unread = percentile_time((i for w in segments for i in w.unread), p)
+    return bound if unread is None else min(bound, unread)
+
+
+def writers_percentile(work: Iterable[UnreadWork], p: float) -> int:
+    """The group's writers' event time at percentile ``p``: END_OF_TIME when none is active."""
+    held = percentile_time((i for w in work for i in w.writers), p)
+    return END_OF_TIME if held is None else held

@@ -1,0 +1,74 @@
+"""``watermarkPercentile`` in a Spark query, on a real store server and a synthetic clock.
+
+Ten writers on one stream, one of which asserts a minute behind the others:
+at 0.9 the query's watermark follows the nine, so the straggler's next
+event comes out late (flagged in the ``late`` column, never dropped); at 1
+the watermark waits for it and nothing is late.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import pytest
+
+from .conftest import BatchLog, SyntheticStore, settle
+
+pytestmark = pytest.mark.slow
+
+
+def _read(spark: Any, store: SyntheticStore, stream: str, percentile: str) -> Any:
+    return (
+        spark.readStream.format("tidemark")
+        .option("uri", store.uri)
+        .option("stream", stream)
+        .option("timeDomain", "EventTime")
+        .option("timestampField", "t")
+        .option("deserializer", "json")
+        .option("watermarkPercentile", percentile)
+        .load()
+    )
+
+
+@pytest.mark.parametrize("percentile", ["0.9", "1"])
+def test_a_straggler_writer_is_late_below_percentile_one(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path, percentile: str
+) -> None:
+    stream = synthetic_store.create_stream(1)
+    writers = [synthetic_store.writer(stream) for _ in range(10)]
+    for i, writer in enumerate(writers):
+        writer.write_event({"t": 500 if i == 0 else 59_000})
+        writer.flush()
+        writer.note_time(1_000 if i == 0 else 60_000)
+    log = BatchLog()
+    query = (
+        _read(spark, synthetic_store, stream, percentile)
+        .writeStream.foreachBatch(log)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        settle(query)
+        writers[0].write_event({"t": 1_500})  # kept its promise: after 1000
+        writers[1].write_event({"t": 61_000})
+        for writer in writers[:2]:
+            writer.flush()
+        settle(query)
+    finally:
+        query.stop()
+    events = [r for r in log.rows() if r["kind"] == "event"]
+    assert len(events) == 12
+    late = sorted(json.loads(r["event"])["t"] for r in events if r["late"])
+    assert late == ([1_500] if percentile == "0.9" else [])
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "most"])
+def test_a_bad_percentile_is_refused_naming_the_option(
+    spark: Any, synthetic_store: SyntheticStore, bad: str
+) -> None:
+    stream = synthetic_store.create_stream(1)
+    with pytest.raises(Exception, match="watermarkPercentile") as refused:
+        _read(spark, synthetic_store, stream, bad).schema  # noqa: B018 - resolves the options
+    assert repr(bad) in str(refused.value) or repr(float(bad)) in str(refused.value)
