@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench._support import BenchFailure, StoreServerProcess, children, cpu_seconds, free_port
+from bench._support import (
+    BenchFailure,
+    StoreServerProcess,
+    children,
+    cpu_seconds,
+    descendants,
+    free_port,
+)
 from connector import StoreClient
 from connector.devtools.local_cluster import LocalCluster
 from connector.errors import TidemarkError
@@ -44,6 +51,7 @@ __all__ = [
     "Ticker",
     "add_grid_options",
     "cluster_nodes",
+    "java_processes",
     "local_cluster",
     "request_counts",
     "setups",
@@ -184,14 +192,24 @@ class Store:
         return [self.segments[int(i * step)] for i in range(self.setup.written)]
 
 
-def cluster_nodes() -> list[int]:
-    """The nats-server processes this process started (a :class:`LocalCluster`'s nodes)."""
+def _children_named(name: str) -> list[int]:
+    """The processes this process started whose command is ``name``."""
     found = []
     for pid in children(os.getpid()):
         with contextlib.suppress(OSError), open(f"/proc/{pid}/comm", encoding="ascii") as comm:
-            if comm.read().strip() == "nats-server":
+            if comm.read().strip() == name:
                 found.append(pid)
     return found
+
+
+def cluster_nodes() -> list[int]:
+    """The nats-server processes this process started (a :class:`LocalCluster`'s nodes)."""
+    return _children_named("nats-server")
+
+
+def java_processes() -> list[int]:
+    """The JVMs this process started (Spark's, Flink's mini-cluster) and their Python workers."""
+    return [pid for jvm in _children_named("java") for pid in (jvm, *descendants(jvm))]
 
 
 @contextlib.contextmanager

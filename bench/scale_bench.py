@@ -78,6 +78,7 @@ from bench._scale_grid import (
     Ticker,
     add_grid_options,
     cluster_nodes,
+    java_processes,
     local_cluster,
     setups,
     store_under_test,
@@ -87,8 +88,6 @@ from bench._scale_tail import Probes, TailingProcess, probe
 from bench._support import (
     BenchFailure,
     ChildProcess,
-    children,
-    descendants,
     free_port,
     package_version,
     percentile,
@@ -108,18 +107,10 @@ TARGET_IDLE_BATCH_MS = 500.0
 TARGET_READER_PERCENT = 5.0
 #: What a consumer usually takes to start, s, for the planned duration only.
 _TYPICAL_START_S = {"a": 0.0, "b": 5.0, "c": 10.0, "peers": 8.0}
-_SPARK_SESSION_S = 20.0
+_SPARK_SESSION_S = 30.0
+#: How often Spark reports a trigger that found nothing new, ms (its default: 10 s).
+_IDLE_REPORT_MS = 1_000
 _STORE_S = 10.0
-
-
-def _jvms() -> list[int]:
-    """The Java processes this process started, and theirs (Spark's JVM and Python workers)."""
-    found = []
-    for pid in children(os.getpid()):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/comm", encoding="ascii") as comm:
-            if comm.read().strip() == "java":
-                found += [pid, *descendants(pid)]
-    return found
 
 
 def _window(
@@ -222,7 +213,9 @@ class SparkRunner:
 
             import spark_adapter
 
-            self._session = spark_adapter.local_session("tidemark-scale-bench")
+            # An idle trigger's progress every second rather than every 10 s: more samples.
+            config = {"spark.sql.streaming.noDataProgressEventInterval": str(_IDLE_REPORT_MS)}
+            self._session = spark_adapter.local_session("tidemark-scale-bench", config=config)
             self.version = f"pyspark {pyspark.__version__}"
         return self._session
 
@@ -249,7 +242,9 @@ class SparkRunner:
                 )
                 time.sleep(args.settle)
                 began = time.time()
-                window = _window(store.pids(), {"client": _jvms}, store.metrics_url, args.window)
+                window = _window(
+                    store.pids(), {"client": java_processes}, store.metrics_url, args.window
+                )
                 ended = time.time()
                 figures = _written(writes) | _progress(query.recentProgress, began, ended)
         finally:
@@ -286,15 +281,17 @@ def _progress(reports: list[Any], began: float, ended: float) -> dict[str, float
         if began <= stamp.timestamp() <= ended:
             inside.append(report)
     latest = [r["durationMs"].get("latestOffset", float("nan")) for r in inside]
-    batches = [r["durationMs"].get("triggerExecution", float("nan")) for r in inside]
-    rows = sum(r.get("numInputRows", 0) for r in inside)
+    # A report of a trigger that ran a micro-batch has its addBatch; an idle trigger's has not.
+    ran = [r for r in inside if "addBatch" in r["durationMs"]]
+    batches = [r["durationMs"]["triggerExecution"] for r in ran]
     return {
         "reports": len(inside),
+        "batches": len(ran),
+        "rows": sum(r.get("numInputRows", 0) for r in inside),
         "latest_offset_p50_ms": statistics.median(latest) if latest else float("nan"),
         "latest_offset_max_ms": max(latest, default=float("nan")),
         "batch_p50_ms": statistics.median(batches) if batches else float("nan"),
         "batch_max_ms": max(batches, default=float("nan")),
-        "rows": rows,
     }
 
 
