@@ -47,10 +47,12 @@ __all__ = [
     "CpuWindow",
     "NotRun",
     "Setup",
+    "Skipped",
     "Store",
     "Ticker",
     "add_grid_options",
     "cluster_nodes",
+    "each_setup",
     "java_processes",
     "local_cluster",
     "request_counts",
@@ -170,6 +172,14 @@ class NotRun(Exception):
     """A setup the store refused or could not make in time: the reason, as a sentence."""
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A setup not run: its label and why (a limit the store named, or a timeout)."""
+
+    label: str
+    reason: str
+
+
 @dataclass
 class Store:
     """A store server holding a setup's segments: where it answers, and its processes."""
@@ -268,6 +278,19 @@ def _create(setup: Setup, uri: str, deadline: float) -> list[str]:
                 raise NotRun(msg) from None
             segments += [s.segment for s in described.segments]
     return segments
+
+
+def each_setup(args: argparse.Namespace, scratch: str, skipped: list[Skipped]) -> Iterator[Store]:
+    """Each setup of the grid on a fresh store; a refused one is noted in ``skipped``."""
+    for setup in setups(args):
+        print(f"{setup.label}: creating ...", flush=True)
+        try:
+            with store_under_test(setup, scratch, args.start_timeout) as store:
+                print(f"  created in {store.create_seconds:.1f} s", flush=True)
+                yield store
+        except NotRun as reason:
+            print(f"  not run: {reason}", flush=True)
+            skipped.append(Skipped(setup.label, str(reason)))
 
 
 def request_counts(metrics_url: str) -> dict[str, float]:

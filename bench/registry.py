@@ -71,6 +71,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("scale", "bench.scale_bench", needs="pyspark"),
     Benchmark("flink", "bench.flink_bench", needs="pyflink"),
     Benchmark("event_time_flink", "bench.event_time_flink_bench", needs="pyflink"),
+    Benchmark("scale_flink", "bench.scale_flink_bench", needs="pyflink"),
 )
 
 

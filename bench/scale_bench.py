@@ -58,7 +58,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,16 +72,16 @@ from bench._scale_grid import (
     WRITE_SHARE,
     Cell,
     CpuWindow,
-    NotRun,
     Setup,
+    Skipped,
     Store,
     Ticker,
     add_grid_options,
     cluster_nodes,
+    each_setup,
     java_processes,
     local_cluster,
     setups,
-    store_under_test,
     writes_to_store,
 )
 from bench._scale_tail import Probes, TailingProcess, probe
@@ -448,27 +448,6 @@ def run_nats(segments: int, load: str, args: argparse.Namespace, scratch: str) -
 # --- the run ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """A setup not run: its label and why (a limit the store named, or a timeout)."""
-
-    label: str
-    reason: str
-
-
-def _each_setup(args: argparse.Namespace, scratch: str, skipped: list[Skipped]) -> Iterator[Store]:
-    """Each setup of the grid on a fresh store; a refused one is noted in ``skipped``."""
-    for setup in setups(args):
-        print(f"{setup.label}: creating ...", flush=True)
-        try:
-            with store_under_test(setup, scratch, args.start_timeout) as store:
-                print(f"  created in {store.create_seconds:.1f} s", flush=True)
-                yield store
-        except NotRun as reason:
-            print(f"  not run: {reason}", flush=True)
-            skipped.append(Skipped(setup.label, str(reason)))
-
-
 def planned_seconds(args: argparse.Namespace) -> float:
     """How long the run takes when every consumer starts in its usual time (a rough guide)."""
     grid = len(setups(args))
@@ -501,7 +480,7 @@ def measure(args: argparse.Namespace) -> ScaleFigures:
     with tempfile.TemporaryDirectory(prefix="tidemark-scale-bench-") as scratch:
         spark = SparkRunner(scratch)
         try:
-            for store in _each_setup(args, scratch, skipped):
+            for store in each_setup(args, scratch, skipped):
                 for load in loads:
                     for part in [p for p in args.parts if p != "peers"]:
                         print(f"  {load}, part {part} ...", flush=True)

@@ -186,16 +186,27 @@ def _scale_cells(parts: tuple[str, ...]) -> list[Any]:
 
 def scale() -> Any:
     from bench import scale_bench as b
+    from bench._scale_grid import Cell, Skipped
 
     cells = _scale_cells(("a", "b", "c"))
     cells += [
-        b.Cell("peers", s, 4_096, "idle", {"server": 1.1, "client": 0.55})
-        for s in ("redis", "nats")
+        Cell("peers", s, 4_096, "idle", {"server": 1.1, "client": 0.55}) for s in ("redis", "nats")
     ]
-    skipped = [b.Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
+    skipped = [Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
     return b.ScaleFigures(
         [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], list(b.PARTS),
         5.0, 20.0, 50, 200, cells, skipped, 4_500.0, 4_321.0, ("grpcio 1",),
+    )  # fmt: skip
+
+
+def scale_flink() -> Any:
+    from bench import scale_flink_bench as b
+    from bench._scale_grid import Skipped
+
+    skipped = [Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
+    return b.ScaleFlinkFigures(
+        [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], 5.0, 20.0,
+        _scale_cells(("d",)), skipped, 2_100.0, 1_999.0, ("apache-flink 2",),
     )  # fmt: skip
 
 
@@ -222,4 +233,5 @@ FAKES: dict[str, Callable[[], Any]] = {
     "flink": flink,
     "event_time_flink": event_time_flink,
     "scale": scale,
+    "scale_flink": scale_flink,
 }
