@@ -93,29 +93,32 @@ class FlinkJob:
 
     def failed(self) -> str | None:
         """Why the job ended, when it did."""
-        status = str(self.client.get_job_status().result())
-        return None if status in ("RUNNING", "CREATED", "INITIALIZING") else f"job {status}"
+        status = self.client.get_job_status().result().name
+        return None if status in ("RUNNING", "CREATED", "INITIALIZING") else f"the job is {status}"
 
     def records_in(self) -> int:
         """Records the readers' subtasks took in so far, over all of them."""
         for vertex in self._vertices():
             if vertex["name"].startswith("Tidemark source"):
-                base = f"/jobs/{self.job}/vertices/{vertex['id']}/subtasks/metrics"
-                query = urllib.parse.urlencode({"get": "numRecordsIn", "agg": "sum"})
-                return sum(int(float(m["sum"])) for m in _get(self.port, f"{base}?{query}"))
+                return sum(self._values(vertex["id"], re.compile(r"^\d+\.numRecordsIn$")))
         return 0
+
+    def _values(self, vertex: str, metric: re.Pattern[str]) -> list[int]:
+        """The values of ``vertex``'s metrics whose ids match ``metric`` (one per subtask)."""
+        base = f"/jobs/{self.job}/vertices/{vertex}/metrics"
+        ids = [m["id"] for m in _get(self.port, base) if metric.match(m["id"])]
+        if not ids:
+            return []
+        query = urllib.parse.urlencode({"get": ",".join(ids)})
+        return [int(float(m["value"])) for m in _get(self.port, f"{base}?{query}")]
 
     def watermark(self) -> int | None:
         """The sink's input watermark, the lowest over its subtasks; None before the first."""
         metric = re.compile(rf"^\d+\.{SINK}.*\.currentInputWatermark$")
         for vertex in self._vertices():
-            base = f"/jobs/{self.job}/vertices/{vertex['id']}/metrics"
-            ids = [m["id"] for m in _get(self.port, base) if metric.match(m["id"])]
-            if ids:
-                query = urllib.parse.urlencode({"get": ",".join(ids)})
-                marks = [int(float(m["value"])) for m in _get(self.port, f"{base}?{query}")]
-                lowest = min(marks, default=-1)
-                return lowest if lowest >= 0 else None
+            marks = self._values(vertex["id"], metric)
+            if marks:
+                return min(marks) if min(marks) >= 0 else None
         return None
 
     def cancel(self) -> None:
