@@ -44,6 +44,7 @@ __all__ = [
     "SIZES",
     "STORAGES",
     "Cell",
+    "GridFigures",
     "CpuWindow",
     "NotRun",
     "Setup",
@@ -488,3 +489,57 @@ class _Shown(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+@dataclass(frozen=True)
+class GridFigures:
+    """What both scale benchmarks return: the grid run, each window measured, the setups not run.
+
+    ``planned_s``: how long the run was planned to take (every consumer
+    starting in its usual time); ``elapsed_s``: how long it took.
+    """
+
+    sizes: list[int]
+    storages: list[str]
+    layouts: list[str]
+    loads: list[str]
+    settle_s: float
+    window_s: float
+    cells: list[Cell]
+    skipped: list[Skipped]
+    planned_s: float
+    elapsed_s: float
+    software: tuple[str, ...]
+
+    @property
+    def planned_min(self) -> float:
+        """The planned duration, minutes."""
+        return self.planned_s / 60
+
+    @property
+    def elapsed_min(self) -> float:
+        """How long the run took, minutes."""
+        return self.elapsed_s / 60
+
+    @property
+    def target_segments(self) -> int:
+        """Where the targets are judged: N = 4,096, on the file store, one stream, idle."""
+        return TARGET_SEGMENTS
+
+    @property
+    def write_share(self) -> float:
+        """The share of the segments the ``writes`` load writes to."""
+        return WRITE_SHARE
+
+    @property
+    def write_rate(self) -> int:
+        """Events per second each written segment takes under the ``writes`` load."""
+        return WRITE_EVENTS_PER_S
+
+    def at_target(self, part: str) -> Cell | None:
+        """The idle cell of ``part`` where the targets are judged; None when not run."""
+        label = Setup("file", "one", TARGET_SEGMENTS).label
+        return next(
+            (c for c in self.cells if c.part == part and c.system == label and c.load == "idle"),
+            None,
+        )

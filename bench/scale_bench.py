@@ -66,12 +66,12 @@ import grpc
 
 from bench._scale_grid import (
     LOADS,
-    TARGET_SEGMENTS,
     WRITE_EVENTS_PER_S,
     WRITE_EVERY_S,
     WRITE_SHARE,
     Cell,
     CpuWindow,
+    GridFigures,
     Setup,
     Skipped,
     Store,
@@ -510,40 +510,26 @@ def measure(args: argparse.Namespace) -> ScaleFigures:
         storages=list(args.storages),
         layouts=list(args.layouts),
         loads=list(args.loads),
-        parts=list(args.parts),
         settle_s=args.settle,
         window_s=args.window,
-        probes=args.probes,
-        probe_interval_ms=args.probe_interval_ms,
         cells=cells,
         skipped=skipped,
         planned_s=planned,
         elapsed_s=time.monotonic() - began,
         software=tuple(software),
+        parts=list(args.parts),
+        probes=args.probes,
+        probe_interval_ms=args.probe_interval_ms,
     )
 
 
 @dataclass(frozen=True)
-class ScaleFigures:
-    """Every window measured (:class:`Cell`), the setups not run, and the settings."""
+class ScaleFigures(GridFigures):
+    """The windows of parts a, b, c and the peers (:class:`GridFigures`), and the settings."""
 
-    sizes: list[int]
-    storages: list[str]
-    layouts: list[str]
-    loads: list[str]
     parts: list[str]
-    settle_s: float
-    window_s: float
     probes: int
     probe_interval_ms: int
-    cells: list[Cell]
-    skipped: list[Skipped]
-    planned_s: float
-    elapsed_s: float
-    software: tuple[str, ...]
-    target_segments: int = TARGET_SEGMENTS
-    write_share: float = WRITE_SHARE
-    write_rate: int = WRITE_EVENTS_PER_S
     cells_by_part: dict[str, list[Cell]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -552,32 +538,10 @@ class ScaleFigures:
             by_part[cell.part].append(cell)
         object.__setattr__(self, "cells_by_part", by_part)
 
-    def _at_target(self, part: str) -> Cell | None:
-        """The idle cell of ``part`` at the target size, file store, one stream."""
-        label = Setup("file", "one", TARGET_SEGMENTS).label
-        return next(
-            (c for c in self.cells_by_part[part] if c.system == label and c.load == "idle"), None
-        )
-
-    @property
-    def planned_min(self) -> float:
-        """The planned duration, minutes (every consumer starting in its usual time)."""
-        return self.planned_s / 60
-
-    @property
-    def elapsed_min(self) -> float:
-        """How long the run took, minutes."""
-        return self.elapsed_s / 60
-
-    @property
-    def at_target(self) -> dict[str, Cell | None]:
-        """The cells the targets judge, by part."""
-        return {part: self._at_target(part) for part in ("a", "b", "c")}
-
     @property
     def targets(self) -> dict[str, Target]:
         """The issue's targets at N = 4,096 on the file store, idle; not measured when not run."""
-        b, c = self._at_target("b"), self._at_target("c")
+        b, c = self.at_target("b"), self.at_target("c")
         return {
             "server_b": Target(_cpu(b, "server"), "<", TARGET_SERVER_PERCENT, "%"),
             "server_c": Target(_cpu(c, "server"), "<", TARGET_SERVER_PERCENT, "%"),

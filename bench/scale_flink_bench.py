@@ -1,6 +1,6 @@
 """Scale benchmark, Flink: what N idle segments cost the store with one Flink job reading them.
 
-    .venv-flink/bin/python -m bench.run scale_flink              # the whole grid (about 35 min)
+    .venv-flink/bin/python -m bench.run scale_flink              # the whole grid (about 40 min)
     .venv-flink/bin/python -m bench.run scale_flink --sizes 16 --storages file --no-write
 
 Part d of :mod:`bench.scale_bench`, in the Flink environment, over the same
@@ -39,12 +39,9 @@ import grpc
 
 from bench._scale_grid import (
     LOADS,
-    TARGET_SEGMENTS,
-    WRITE_EVENTS_PER_S,
-    WRITE_SHARE,
     Cell,
     CpuWindow,
-    Setup,
+    GridFigures,
     Skipped,
     Store,
     add_grid_options,
@@ -214,42 +211,17 @@ def run_flink(store: Store, load: str, args: argparse.Namespace) -> Cell:
 
 
 @dataclass(frozen=True)
-class ScaleFlinkFigures:
-    """Every window measured (:class:`Cell`, part ``d``), the setups not run, and the settings."""
+class ScaleFlinkFigures(GridFigures):
+    """The grid's windows of part d (:class:`GridFigures`), and the job's settings."""
 
-    sizes: list[int]
-    storages: list[str]
-    layouts: list[str]
-    loads: list[str]
-    settle_s: float
-    window_s: float
-    cells: list[Cell]
-    skipped: list[Skipped]
-    planned_s: float
-    elapsed_s: float
-    software: tuple[str, ...]
-    target_segments: int = TARGET_SEGMENTS
-    write_share: float = WRITE_SHARE
-    write_rate: int = WRITE_EVENTS_PER_S
     epoch_interval_ms: int = EPOCH_INTERVAL_MS
     sample_ms: float = SAMPLE_S * 1000
     metrics_ms: int = METRICS_MS
 
     @property
-    def planned_min(self) -> float:
-        """The planned duration, minutes."""
-        return self.planned_s / 60
-
-    @property
-    def elapsed_min(self) -> float:
-        """How long the run took, minutes."""
-        return self.elapsed_s / 60
-
-    @property
     def targets(self) -> dict[str, Target]:
         """At N = 4,096, file store, one stream, idle: the server's CPU, Flink's watermark."""
-        label = Setup("file", "one", TARGET_SEGMENTS).label
-        cell = next((c for c in self.cells if c.system == label and c.load == "idle"), None)
+        cell = self.at_target("d")
         server = None if cell is None else cell.percent.get("server")
         behind = None if cell is None else cell.figures.get("flink_behind_store_max_s")
         return {

@@ -194,8 +194,8 @@ def scale() -> Any:
     ]
     skipped = [Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
     return b.ScaleFigures(
-        [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], list(b.PARTS),
-        5.0, 20.0, 50, 200, cells, skipped, 4_500.0, 4_321.0, ("grpcio 1",),
+        [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], 5.0, 20.0,
+        cells, skipped, 4_500.0, 4_321.0, ("grpcio 1",), list(b.PARTS), 50, 200,
     )  # fmt: skip
 
 
