@@ -68,8 +68,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("spark_latency", "bench.spark_latency_bench", needs="pyspark"),
     Benchmark("spark_profile", "bench.spark_profile_bench", needs="pyspark"),
     Benchmark("event_time_spark", "bench.event_time_spark_bench", needs="pyspark"),
+    Benchmark("scale", "bench.scale_bench", needs="pyspark"),
     Benchmark("flink", "bench.flink_bench", needs="pyflink"),
     Benchmark("event_time_flink", "bench.event_time_flink_bench", needs="pyflink"),
+    Benchmark("scale_flink", "bench.scale_flink_bench", needs="pyflink"),
 )
 
 

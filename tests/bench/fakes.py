@@ -164,6 +164,52 @@ def event_time_flink() -> Any:
     return EngineLatencies(100, 45.0, [199.0, 991.0])
 
 
+def _scale_cells(parts: tuple[str, ...]) -> list[Any]:
+    from bench._scale_grid import Cell, Setup
+
+    figures = {"p50_ms": 12.5, "p99_ms": 250.0, "max_ms": 900.0, "missed": 1, "watermarks": 9}
+    figures |= {"wm_behind_p50_s": 0.04, "wm_behind_max_s": 27.5, "latest_offset_p50_ms": 57.0}
+    figures |= {"latest_offset_max_ms": 1_250.0, "batch_p50_ms": 332.0, "batch_max_ms": 990.0}
+    figures |= {"reports": 3, "batches": 2, "epoch_s": 0.07, "flink_behind_store_max_s": 6.8}
+    cells = []
+    for part in parts:
+        for storage in ("file", "jetstream"):
+            setup = Setup(storage, "one", 4_096)
+            percent = {"server": 1.55, "client": 94.0} | (
+                {"nats": 2.5} if storage != "file" else {}
+            )
+            calls = {"DescribeTails": 2.0, "ReadSegments": 4.25}
+            cells.append(Cell(part, setup.label, 4_096, "idle", percent, calls, dict(figures)))
+        cells.append(Cell(part, "file, 256 × 16", 4_096, "writes", {"server": 9.5}, {}, {}))
+    return cells
+
+
+def scale() -> Any:
+    from bench import scale_bench as b
+    from bench._scale_grid import Cell, Skipped
+
+    cells = _scale_cells(("a", "b", "c"))
+    cells += [
+        Cell("peers", s, 4_096, "idle", {"server": 1.1, "client": 0.55}) for s in ("redis", "nats")
+    ]
+    skipped = [Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
+    return b.ScaleFigures(
+        [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], 5.0, 20.0,
+        cells, skipped, 4_500.0, 4_321.0, ("grpcio 1",), list(b.PARTS), 50, 200,
+    )  # fmt: skip
+
+
+def scale_flink() -> Any:
+    from bench import scale_flink_bench as b
+    from bench._scale_grid import Skipped
+
+    skipped = [Skipped("jetstream, 1 × 16,384", "refused: over the limit of 999")]
+    return b.ScaleFlinkFigures(
+        [16, 4_096], ["file", "jetstream"], ["one", "many"], ["idle", "writes"], 5.0, 20.0,
+        _scale_cells(("d",)), skipped, 2_100.0, 1_999.0, ("apache-flink 2",),
+    )  # fmt: skip
+
+
 def flink() -> Any:
     from bench import flink_bench as b
 
@@ -186,4 +232,6 @@ FAKES: dict[str, Callable[[], Any]] = {
     "event_time_spark": event_time_spark,
     "flink": flink,
     "event_time_flink": event_time_flink,
+    "scale": scale,
+    "scale_flink": scale_flink,
 }
