@@ -35,7 +35,7 @@ CLUSTER_DIR ?= .nats-cluster
 $(SPARK_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(SPARK_VENV)
 	$(SPARK_PY) -m pip install --quiet --upgrade pip
-	$(SPARK_PY) -m pip install --quiet -e ".[spark,dev]"
+	$(SPARK_PY) -m pip install --quiet -e ".[spark,dev,docs]"
 	touch $(SPARK_STAMP)
 
 $(FLINK_STAMP): pyproject.toml
