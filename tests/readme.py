@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -39,6 +40,13 @@ def shell_block(containing: str, page: pathlib.Path = README) -> list[str]:
             commands.append(pending)
             pending = ""
     return commands
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now: the test's own, in place of a page's."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def localized(command: str, places: Mapping[str, str]) -> str:

@@ -20,7 +20,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -28,20 +27,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from tests.conftest import wait_until
-from tests.readme import DOCS, shell_block, shell_env
+from tests.readme import DOCS, free_port, shell_block, shell_env
 
 __all__ = ["ReadmeCluster", "descendants", "free_port"]
 
 CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
 _BLOCK = "org.apache.spark.deploy.master.Master 1"
 _STOP_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def descendants(pid: int) -> list[int]:
