@@ -32,7 +32,7 @@ extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 
 root_doc = "docs/index"
 include_patterns = ["README.md", "CONTRIBUTING.md", "docs/**.md", "bench/RESULTS.md"]
-exclude_patterns = ["docs/_build"]
+exclude_patterns = ["docs/_build", "docs/_extra"]
 source_suffix = {".md": "markdown"}
 
 # GitHub's anchors for headings, so `page.md#a-heading` links work here and there alike.
@@ -50,6 +50,8 @@ napoleon_numpy_docstring = False
 html_theme = "furo"
 html_title = "Tidemark"
 html_show_sourcelink = False
+# The site's front door, index.html, leads to docs/index.html (the pages' table of contents).
+html_extra_path = ["_extra"]  # beside this file
 
 #: Each reference page and the package whose ``__all__`` it documents, name by name.
 REFERENCE = {
