@@ -16,7 +16,11 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # Which tests run where: everything under tests/ runs in both environments
 # except the other engine's folder (and the stub regeneration check, which
 # needs grpcio-tools 1.65.5 and so protobuf 5). New folders of engine-free
-# tests are picked up by both without a change here.
+# tests are picked up by both without a change here. The fault suite
+# (tests/faults: killed, fuzzed, paused and damaged stores) runs once, in the
+# Spark environment: it tests the store's processes and files, which are the
+# same code in both, and the store itself runs on the older grpcio and
+# protobuf in the Flink half's store, client and reader tests.
 # The JetStream store's own tests (tests/jetstream, and the store, client and
 # reader tests' runs on JetStream) run once, in the Spark environment: its
 # client, nats-py, is the same in both; the Flink half runs the Flink
@@ -24,7 +28,7 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # The documentation's tests (tests/docs: the site builds, the quickstart runs) need
 # the doc tools and PySpark, so they run in the Spark environment only.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/docs
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/faults --ignore=tests/docs
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 PYTEST_ARGS ?=
 

@@ -61,6 +61,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("store", "bench.store_bench"),
     Benchmark("store_load", "bench.store_load_bench"),
     Benchmark("jetstream", "bench.jetstream_bench"),
+    Benchmark("nemesis", "bench.nemesis_bench"),
     Benchmark("reader", "bench.reader_bench"),
     Benchmark("event_time", "bench.event_time_bench"),
     Benchmark("spark", "bench.spark_bench", needs="pyspark"),

@@ -6,6 +6,7 @@ import grpc
 
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -29,6 +30,21 @@ MAX_READ_BYTES = MAX_MESSAGE_BYTES // 2
 #: and so every other writer, for seconds.
 MAX_EVENTS_PER_APPEND = 100_000
 
+#: The longest a call over many segments (DescribeTails, ReadSegments) waits when nothing is
+#: new, whatever it asks: a parked call costs no thread, but a client that went away without
+#: a word is found out at the latest then.
+MAX_WAIT_MS = 30_000
+#: The most items (streams, plans) one DescribeTails or PlanReads call names: the largest
+#: stream's open segments, answered in about a second of one server thread at most.
+MAX_ITEMS_PER_CALL = 16_384
+#: ReadSegments' budgets: the data of one answer (by default, and at most: with the one whole
+#: event its last segment may add, up to MAX_READ_BYTES more, an answer fits a message), one
+#: segment's data by default, and how many segments one answer carries at most.
+DEFAULT_FETCH_BYTES = 8 * 1024 * 1024
+MAX_FETCH_BYTES = 16 * 1024 * 1024
+DEFAULT_FETCH_BYTES_PER_SEGMENT = 1024 * 1024
+MAX_READS_PER_ANSWER = 4_096
+
 #: Channel and server options: batches of events can be large.
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -44,6 +60,14 @@ SUCCESSORS_KEY = f"{ERROR_KIND_KEY}-successors"
 FIRST_OFFSET_KEY = f"{ERROR_KIND_KEY}-first-offset"
 #: With ResourceExhaustedError: which limit the request met (its ``cause``).
 CAUSE_KEY = f"{ERROR_KIND_KEY}-cause"
+#: With DataLossError: the damaged offset and where its append ends (the segment
+#: goes under SEALED_SEGMENT_KEY).
+DAMAGED_OFFSET_KEY = f"{ERROR_KIND_KEY}-offset"
+NEXT_OFFSET_KEY = f"{ERROR_KIND_KEY}-next-offset"
+
+#: The health service's name for "no read met damaged data": SERVING until a read is
+#: answered DATA_LOSS (not a gRPC service of its own; see connector.ops.data_loss).
+DATA_SERVICE = "tidemark.v1.SegmentStore/data"
 
 #: Each domain error and the gRPC status code it travels as, one table for both ways: the
 #: server answers an error with the code of the first class it is an instance of (anything
@@ -58,4 +82,5 @@ ERROR_STATUS: tuple[tuple[type[TidemarkError], grpc.StatusCode], ...] = (
     (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
     (TruncatedError, grpc.StatusCode.OUT_OF_RANGE),
+    (DataLossError, grpc.StatusCode.DATA_LOSS),
 )

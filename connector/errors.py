@@ -10,11 +10,15 @@ __all__ = [
     "AlreadyExistsError",
     "quoted",
     "ClosedError",
+    "DataDirDamagedError",
     "DataDirLockedError",
+    "DataLossError",
     "DuplicateEventNumbersError",
     "FailedPreconditionError",
+    "FetchSessionError",
     "InvalidArgumentError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
     "SegmentSealedError",
@@ -60,6 +64,16 @@ class FailedPreconditionError(TidemarkError):
 
 class ClosedError(FailedPreconditionError):
     """A reader, writer or client was used after it was closed."""
+
+
+class FetchSessionError(FailedPreconditionError):
+    """A fetch session's request did not follow its last answer: open a new session.
+
+    The session is unknown (never opened, expired, or opened on another
+    connection or server), or the request's epoch is not its last answer's
+    (an answer was lost, or a request sent twice). The server closes the
+    session; the caller opens a new one with every cursor it holds.
+    """
 
 
 class DataDirLockedError(FailedPreconditionError):
@@ -111,7 +125,9 @@ class ResourceExhaustedError(TidemarkError):
     Attributes:
         cause: which limit, in a word for metrics: ``out_of_disk_space``,
             ``too_many_open_files``, ``event_too_large``, ``batch_too_large``,
-            ``segment_limit``, ``parked_reads_limit``, or ``limit`` when unknown.
+            ``segment_limit``, ``stream_segment_limit``, ``parked_reads_limit``,
+            ``fetch_sessions_limit``, ``fetch_session_segments_limit``,
+            ``fetch_cursors_limit``, ``batch_limit``, or ``limit`` when unknown.
     """
 
     def __init__(self, message: str, cause: str = "limit"):
@@ -119,8 +135,56 @@ class ResourceExhaustedError(TidemarkError):
         self.cause = cause
 
 
+class DataLossError(TidemarkError):
+    """Stored data failed its checksum: acknowledged events cannot be read back as written.
+
+    Never retried: the same bytes fail again. A read gets it at the first
+    damaged event, after every intact one before it was served.
+
+    Attributes:
+        segment: the segment whose data is damaged ("" when not a segment's).
+        offset: the byte offset of the first damaged event (-1: unknown).
+        next_offset: where the append holding the damage ends (-1: unknown):
+            reading on from there skips the damage, and the events of that
+            append after it.
+    """
+
+    def __init__(self, message: str, segment: str = "", offset: int = -1, next_offset: int = -1):
+        super().__init__(message)
+        self.segment = segment
+        self.offset = offset
+        self.next_offset = next_offset
+
+
+class DataDirDamagedError(DataLossError):
+    """A data dir holds damage a crash cannot explain: the store refuses to open it.
+
+    A torn tail (the part of a write a crash cut short, never acknowledged)
+    is cut at start; anything else that fails its checksum is refused, and
+    nothing is cut or deleted. ``tidemarkctl data-dir check DIR`` says what
+    is damaged and what a repair would keep.
+
+    Attributes:
+        path: the damaged file.
+        offset: the byte offset of the damage in it.
+    """
+
+    def __init__(self, message: str, path: str = "", offset: int = -1):
+        super().__init__(message, offset=offset)
+        self.path = path
+
+
 class StoreUnavailableError(TidemarkError, ConnectionError):
     """The store server cannot be reached or is shutting down."""
+
+
+class OutcomeUnknownError(StoreUnavailableError):
+    """A change whose answer was lost, and whose outcome the store can no longer tell.
+
+    The value it would have changed has changed again since: it may or may
+    not have been made (UNAVAILABLE, as any unknown outcome). A caller that
+    computes its change from what is stored may read again and try again.
+    """
 
 
 class UnauthenticatedError(TidemarkError):

@@ -18,16 +18,18 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from connector.errors import TidemarkError
+from connector.errors import DataLossError, InvalidArgumentError
 
 __all__ = [
     "HEADER",
     "MAX_ROUTING_KEY_BYTES",
     "CorruptFrameError",
     "Frame",
+    "Intact",
     "FrameColumns",
     "decode_columns",
     "encode_frames",
+    "intact_prefix",
     "iter_frames",
     "lands_on_boundary",
     "scan_end",
@@ -42,8 +44,8 @@ _NO_KEY = _KEY_LENGTH.pack(0)
 MAX_ROUTING_KEY_BYTES = 0xFFFF
 
 
-class CorruptFrameError(TidemarkError):
-    """A frame's length or checksum does not match its bytes."""
+class CorruptFrameError(DataLossError):
+    """A frame's length or checksum does not match its bytes (``offset`` says where it starts)."""
 
 
 class Frame(NamedTuple):
@@ -65,7 +67,7 @@ def _key_prefix(routing_key: str | None) -> bytes:
             f"routing key {routing_key[:40]!r}... has {len(encoded)} bytes, "
             f"over {MAX_ROUTING_KEY_BYTES}"
         )
-        raise CorruptFrameError(msg)
+        raise InvalidArgumentError(msg)
     return _KEY_LENGTH.pack(len(encoded)) + encoded
 
 
@@ -133,21 +135,18 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
     time_crc = 0
     while pos < end:
         if end - pos < size:
-            msg = f"truncated frame header at offset {base_offset + pos}"
-            raise CorruptFrameError(msg)
+            raise _corrupt(base_offset + pos, _cut_short(end - pos))
         length, crc, time_ms = unpack(data, pos)
         start = pos + size
         stop = start + length
         if stop > end or length < 2:
-            msg = f"frame at offset {base_offset + pos} claims {length} bytes, {end - start} remain"
-            raise CorruptFrameError(msg)
+            raise _corrupt(base_offset + pos, _overlong(length, end - start))
         if verify:
             if time_ms != last_time:
                 last_time = time_ms
                 time_crc = crc32(pack_time(time_ms))
             if crc32(data[start:stop], time_crc) != crc:
-                msg = f"checksum mismatch in frame at offset {base_offset + pos}"
-                raise CorruptFrameError(msg)
+                raise _corrupt(base_offset + pos, _BAD_CHECKSUM)
         key_length = data[start] | (data[start + 1] << 8)
         body = start + 2 + key_length
         if key_length:
@@ -164,6 +163,66 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
         payloads.append(data[body:stop])
         pos = stop
     return FrameColumns(offsets, ends, times, keys, payloads)
+
+
+_BAD_CHECKSUM = "fails its checksum"
+
+
+def _cut_short(remaining: int) -> str:
+    return f"has a header cut short ({remaining} of {HEADER.size} bytes)"
+
+
+def _overlong(length: int, remaining: int) -> str:
+    return f"claims {length} bytes, {remaining} remain"
+
+
+def _corrupt(offset: int, reason: str) -> CorruptFrameError:
+    return CorruptFrameError(f"the frame at offset {offset} {reason}", offset=offset)
+
+
+class Intact(NamedTuple):
+    """The whole, intact frames at the start of some bytes: their length and count.
+
+    ``reason`` says why the frame after them fails (None: there is none).
+    """
+
+    length: int
+    frames: int
+    reason: str | None
+
+
+def intact_prefix(data: bytes, base_offset: int = 0) -> Intact:
+    """The whole frames at the start of ``data`` that pass their checksums (see :class:`Intact`).
+
+    ``base_offset`` is where ``data`` starts in its segment (for nothing but
+    the reader's sake: the failing frame starts at ``length``). Copies no payload.
+    """
+    view = memoryview(data)
+    unpack = HEADER.unpack_from
+    size = HEADER.size
+    crc32 = zlib.crc32
+    pack_time = _TIME.pack
+    end = len(view)
+    pos = 0
+    frames = 0
+    last_time: int | None = None
+    time_crc = 0
+    while pos < end:
+        if end - pos < size:
+            return Intact(pos, frames, _cut_short(end - pos))
+        length, crc, time_ms = unpack(view, pos)
+        start = pos + size
+        stop = start + length
+        if stop > end or length < 2:
+            return Intact(pos, frames, _overlong(length, end - start))
+        if time_ms != last_time:
+            last_time = time_ms
+            time_crc = crc32(pack_time(time_ms))
+        if crc32(view[start:stop], time_crc) != crc:
+            return Intact(pos, frames, _BAD_CHECKSUM)
+        pos = stop
+        frames += 1
+    return Intact(pos, frames, None)
 
 
 def iter_frames(data: bytes, base_offset: int = 0, verify: bool = True) -> Iterator[Frame]:

@@ -8,18 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connector.errors import TidemarkError
+
 __all__ = [
     "AppendResult",
     "initial_watermark",
     "AssertionResult",
     "Fence",
+    "FetchPosition",
+    "FetchResult",
+    "PlanRequest",
     "PlannedRead",
     "ReadResult",
     "ReplicaState",
     "SegmentDescription",
     "SegmentInfo",
+    "SegmentTail",
     "StateValue",
     "StreamDescription",
+    "StreamTails",
     "TruncationResult",
     "WriterAssertion",
 ]
@@ -276,3 +283,112 @@ class ReplicaState:
     current: bool
     lag: int
     seen_ms_ago: int | None
+
+
+@dataclass(frozen=True)
+class SegmentTail:
+    """A segment as a description of a stream's tails gives it: its end, watermarks and lineage.
+
+    ``write_offset`` is the published end, ``first_offset`` the first
+    readable offset (truncation), ``watermark`` and ``event_time_watermark``
+    those at the tail (None: no active writer holds the event time).
+    ``version`` is the answering server's version of the segment's last
+    change in its stream (see :class:`StreamTails`).
+    """
+
+    segment: str
+    version: int
+    write_offset: int
+    first_offset: int
+    watermark: int
+    event_time_watermark: int | None
+    sealed: bool
+    last_write_time: int
+    creation_time: int
+    key_low: float
+    key_high: float
+    epoch: int
+    predecessors: tuple[str, ...] = ()
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamTails:
+    """One stream's segments' tails, as a server had them, since what the caller knew.
+
+    ``incarnation`` and ``version`` name what the answering server had
+    applied: give them back to learn only what changes after. ``complete``
+    says ``segments`` holds every segment of the stream (the caller knew
+    another incarnation, or nothing); otherwise it holds only the segments
+    that changed after the version the caller gave, with their state now,
+    and a caller keeps its other segments as they were. Segments come in
+    the order of their last change, oldest first.
+    """
+
+    scope: str
+    stream: str
+    incarnation: int
+    version: int
+    complete: bool
+    segments: tuple[SegmentTail, ...]
+
+    @property
+    def name(self) -> str:
+        """``scope/stream``."""
+        return f"{self.scope}/{self.stream}"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One plan of a batch (``StoreClient.plan_reads``): as ``plan_read``'s arguments."""
+
+    segment: str
+    offset: int
+    max_events: int | None = None
+    max_bytes: int | None = None
+    before_time: int | None = None
+
+
+@dataclass(frozen=True)
+class FetchPosition:
+    """Where a fetch session's reader is in a segment, and the watermarks it was told there.
+
+    Both ends of a session keep it: the server to answer only what is new,
+    the reader to open the session again from what it received.
+    ``known_watermark`` None: nothing told yet (the next answer tells it).
+    """
+
+    offset: int
+    known_watermark: int | None = None
+    known_event_time: int | None = None
+
+    def after(self, read: ReadResult) -> FetchPosition:
+        """The position once ``read`` (an answer of the segment) was received."""
+        return FetchPosition(read.next_offset, read.watermark, read.event_time_watermark)
+
+    def is_news(self, read: ReadResult) -> bool:
+        """Whether ``read``, from this position, tells anything not known: data, a rise, an end."""
+        return bool(
+            read.data
+            or read.end_of_segment
+            or self.known_watermark is None
+            or read.watermark > self.known_watermark
+            or read.event_time_watermark != self.known_event_time
+        )
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One answer of a fetch session (ReadSegments): the segments with something new.
+
+    ``reads`` hold, per segment, whole events from where its reader was
+    (then the segment waits to be re-armed), or no data and a higher or
+    other watermark (it stays armed), or its end (it left the session).
+    ``failures`` name the segments that failed, each with the error its own
+    read would have raised (they left the session). ``reopened`` says the
+    session was opened anew for this answer (the server had lost it).
+    """
+
+    reads: tuple[ReadResult, ...] = ()
+    failures: tuple[tuple[str, TidemarkError], ...] = ()
+    reopened: bool = False

@@ -15,7 +15,7 @@ the stream holds now and stops. ``--output DIR`` writes JSON files there
 instead, with Spark's file sink (exactly once, through failures).
 
 Run by ``python``, Spark runs locally; under ``spark-submit --master ...``
-on the cluster it names (see the README, "Running on a Spark cluster"):
+on the cluster it names (see docs/spark.md, "Running on a Spark cluster"):
 then ``--checkpoint`` and ``--output`` must be directories every machine
 reaches at the same path, and so must the credential files.
 """

@@ -127,7 +127,7 @@ STORAGES = ("file", "jetstream")
 _FILE_ONLY = ("max_open_files", "compact_after_records")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Runs the Flink tests last, keeping the order within and outside them.
 
     On a local mini-cluster PyFlink runs a job's Python in this process, and
@@ -135,32 +135,52 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     test's stopped store retrying, then logging its failure). Last, no other
     test shares the process with that: a CLI test once counted such a log
     line as its own output.
+
+    A test marked for storages none of which runs here (JetStream alone, in
+    the Flink environment: see :func:`pytest_generate_tests`) is deselected,
+    not reported skipped.
     """
+    unrun = [item for item in items if _storages_here(item) == ()]
+    if unrun:
+        config.hook.pytest_deselected(items=unrun)
+        items[:] = [item for item in items if item not in unrun]
     flink = pathlib.Path(__file__).parent / "flink"
     items.sort(key=lambda item: flink in item.path.parents)
+
+
+def _storages_here(item: pytest.Item) -> tuple[str, ...] | None:
+    """The storages a marked test runs on in this environment; None: unmarked.
+
+    With ``TIDEMARK_JETSTREAM_TESTS=engine`` only the engines' tests run on
+    JetStream (``make test`` runs the others' JetStream runs once, in the
+    Spark environment).
+    """
+    marker = item.get_closest_marker("storages")
+    if marker is None:
+        return None
+    engine_folders = (
+        pathlib.Path(__file__).parent / "flink",
+        pathlib.Path(__file__).parent / "spark",
+    )
+    in_engine_folder = any(item.path.is_relative_to(f) for f in engine_folders)
+    if os.environ.get("TIDEMARK_JETSTREAM_TESTS") == "engine" and not in_engine_folder:
+        return tuple(kind for kind in marker.args if kind != "jetstream")
+    return marker.args
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Runs a test marked ``@pytest.mark.storages("file", "jetstream")`` once per storage.
 
     Unmarked tests run on the file store, or on the storage the environment
-    variable ``TIDEMARK_TEST_STORAGE`` names (to try every test on it). With
-    ``TIDEMARK_JETSTREAM_TESTS=engine`` only the engines' tests run on
-    JetStream (``make test`` runs the others' JetStream runs once, in the
-    Spark environment).
+    variable ``TIDEMARK_TEST_STORAGE`` names (to try every test on it). Of
+    the storages marked, those this environment runs (:func:`_storages_here`).
     """
+    kinds = _storages_here(metafunc.definition)
     marker = metafunc.definition.get_closest_marker("storages")
-    if marker is None or "storage" not in metafunc.fixturenames:
+    if kinds is None or marker is None or "storage" not in metafunc.fixturenames:
         return
-    kinds = marker.args
-    engine_folders = (
-        pathlib.Path(__file__).parent / "flink",
-        pathlib.Path(__file__).parent / "spark",
-    )
-    in_engine_folder = any(metafunc.definition.path.is_relative_to(f) for f in engine_folders)
-    if os.environ.get("TIDEMARK_JETSTREAM_TESTS") == "engine" and not in_engine_folder:
-        kinds = tuple(kind for kind in kinds if kind != "jetstream")
-    metafunc.parametrize("storage", kinds, indirect=True)
+    # None of them here: parametrized as marked, then deselected (not an empty set, skipped).
+    metafunc.parametrize("storage", kinds or marker.args, indirect=True)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """What tests look at from outside a server: its metrics, its health, a disk that fills up.
 
+And one way in: a bit of a segment's stored data flipped under a running server.
+
 Shared by the full-disk tests of the store, the operations tests and the
 fault suite, so each probe is written once.
 """
@@ -19,7 +21,9 @@ from connector import StoreClient
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
 from connector.reader.source import SegmentRange, read_range
-from tests.conftest import ServerProcess, wait_until
+from connector.server import StoreServer
+from connector.store import SegmentStore
+from tests.conftest import ServerProcess, segment_inside, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -112,3 +116,26 @@ def append_until_full(
         stored.append(event)
     msg = f"the disk took {len(stored)} events of {size} bytes and never filled"
     raise AssertionError(msg)
+
+
+def flip_stored_bit(server: StoreServer, segment: str, offset: int) -> None:
+    """Flips a bit of the byte at ``offset`` of ``segment``'s data, as the server reads it.
+
+    On the file store in its data file; on JetStream in the payload cache of
+    the server, where a replica's corrupt answer would land.
+    """
+    if isinstance(server.store, SegmentStore):
+        path = segment_inside(server, segment).data_path  # type: ignore[attr-defined]
+        with open(path, "r+b") as file:
+            file.seek(offset)
+            byte = file.read(1)[0]
+            file.seek(offset)
+            file.write(bytes([byte ^ 0x04]))
+        return
+    engine = server.store.engine  # type: ignore[attr-defined]
+    follower, target = engine._segment(segment)  # type: ignore[attr-defined]  # noqa: SLF001
+    [(seq, start, _)] = target.messages_between(offset, offset + 1)
+    cache = engine._cache  # type: ignore[attr-defined]  # noqa: SLF001
+    payload = bytearray(cache.get(follower.stream_name, seq))
+    payload[offset - start] ^= 0x04
+    cache.put(follower.stream_name, seq, bytes(payload))

@@ -419,3 +419,168 @@ class PlanReadResponse(_message.Message):
     successors: _containers.RepeatedScalarFieldContainer[str]
     event_time_watermark: int
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ...) -> None: ...
+
+class Failure(_message.Message):
+    __slots__ = ("code", "message", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DescribeTailsRequest(_message.Message):
+    __slots__ = ("streams", "wait_ms")
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    streams: _containers.RepeatedCompositeFieldContainer[KnownTails]
+    wait_ms: int
+    def __init__(self, streams: _Optional[_Iterable[_Union[KnownTails, _Mapping]]] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+
+class KnownTails(_message.Message):
+    __slots__ = ("scope", "stream", "incarnation", "version")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    incarnation: int
+    version: int
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+
+class DescribeTailsResponse(_message.Message):
+    __slots__ = ("streams",)
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    streams: _containers.RepeatedCompositeFieldContainer[StreamTails]
+    def __init__(self, streams: _Optional[_Iterable[_Union[StreamTails, _Mapping]]] = ...) -> None: ...
+
+class StreamTails(_message.Message):
+    __slots__ = ("scope", "stream", "incarnation", "version", "complete", "segments", "error")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    stream: str
+    incarnation: int
+    version: int
+    complete: bool
+    segments: _containers.RepeatedCompositeFieldContainer[SegmentTail]
+    error: Failure
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., complete: bool = ..., segments: _Optional[_Iterable[_Union[SegmentTail, _Mapping]]] = ..., error: _Optional[_Union[Failure, _Mapping]] = ...) -> None: ...
+
+class SegmentTail(_message.Message):
+    __slots__ = ("segment", "version", "write_offset", "first_offset", "watermark", "event_time_watermark", "sealed", "last_write_time", "creation_time", "key_low", "key_high", "epoch", "predecessors", "successors")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    WRITE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
+    KEY_LOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_HIGH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PREDECESSORS_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    version: int
+    write_offset: int
+    first_offset: int
+    watermark: int
+    event_time_watermark: int
+    sealed: bool
+    last_write_time: int
+    creation_time: int
+    key_low: float
+    key_high: float
+    epoch: int
+    predecessors: _containers.RepeatedScalarFieldContainer[str]
+    successors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, segment: _Optional[str] = ..., version: _Optional[int] = ..., write_offset: _Optional[int] = ..., first_offset: _Optional[int] = ..., watermark: _Optional[int] = ..., event_time_watermark: _Optional[int] = ..., sealed: bool = ..., last_write_time: _Optional[int] = ..., creation_time: _Optional[int] = ..., key_low: _Optional[float] = ..., key_high: _Optional[float] = ..., epoch: _Optional[int] = ..., predecessors: _Optional[_Iterable[str]] = ..., successors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ReadSegmentsRequest(_message.Message):
+    __slots__ = ("session_id", "session_epoch", "cursors", "released", "max_bytes", "max_bytes_per_segment", "wait_ms", "close")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CURSORS_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_PER_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    session_epoch: int
+    cursors: _containers.RepeatedCompositeFieldContainer[Cursor]
+    released: _containers.RepeatedScalarFieldContainer[str]
+    max_bytes: int
+    max_bytes_per_segment: int
+    wait_ms: int
+    close: bool
+    def __init__(self, session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., cursors: _Optional[_Iterable[_Union[Cursor, _Mapping]]] = ..., released: _Optional[_Iterable[str]] = ..., max_bytes: _Optional[int] = ..., max_bytes_per_segment: _Optional[int] = ..., wait_ms: _Optional[int] = ..., close: bool = ...) -> None: ...
+
+class Cursor(_message.Message):
+    __slots__ = ("segment", "offset", "known_watermark", "known_event_time_watermark")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    offset: int
+    known_watermark: int
+    known_event_time_watermark: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., known_watermark: _Optional[int] = ..., known_event_time_watermark: _Optional[int] = ...) -> None: ...
+
+class ReadSegmentsResponse(_message.Message):
+    __slots__ = ("session_id", "session_epoch", "reads", "failures")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    READS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    session_epoch: int
+    reads: _containers.RepeatedCompositeFieldContainer[ReadResponse]
+    failures: _containers.RepeatedCompositeFieldContainer[SegmentFailure]
+    def __init__(self, session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., reads: _Optional[_Iterable[_Union[ReadResponse, _Mapping]]] = ..., failures: _Optional[_Iterable[_Union[SegmentFailure, _Mapping]]] = ...) -> None: ...
+
+class SegmentFailure(_message.Message):
+    __slots__ = ("segment", "error")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    segment: str
+    error: Failure
+    def __init__(self, segment: _Optional[str] = ..., error: _Optional[_Union[Failure, _Mapping]] = ...) -> None: ...
+
+class PlanReadsRequest(_message.Message):
+    __slots__ = ("plans",)
+    PLANS_FIELD_NUMBER: _ClassVar[int]
+    plans: _containers.RepeatedCompositeFieldContainer[PlanReadRequest]
+    def __init__(self, plans: _Optional[_Iterable[_Union[PlanReadRequest, _Mapping]]] = ...) -> None: ...
+
+class PlanReadsResponse(_message.Message):
+    __slots__ = ("plans",)
+    PLANS_FIELD_NUMBER: _ClassVar[int]
+    plans: _containers.RepeatedCompositeFieldContainer[PlanReadOutcome]
+    def __init__(self, plans: _Optional[_Iterable[_Union[PlanReadOutcome, _Mapping]]] = ...) -> None: ...
+
+class PlanReadOutcome(_message.Message):
+    __slots__ = ("plan", "error")
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    plan: PlanReadResponse
+    error: Failure
+    def __init__(self, plan: _Optional[_Union[PlanReadResponse, _Mapping]] = ..., error: _Optional[_Union[Failure, _Mapping]] = ...) -> None: ...

@@ -134,6 +134,21 @@ class SegmentStoreStub(object):
                 request_serializer=connector_dot___proto_dot_store__pb2.TruncateStreamRequest.SerializeToString,
                 response_deserializer=connector_dot___proto_dot_store__pb2.TruncateStreamResponse.FromString,
                 _registered_method=True)
+        self.DescribeTails = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/DescribeTails',
+                request_serializer=connector_dot___proto_dot_store__pb2.DescribeTailsRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.DescribeTailsResponse.FromString,
+                _registered_method=True)
+        self.ReadSegments = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/ReadSegments',
+                request_serializer=connector_dot___proto_dot_store__pb2.ReadSegmentsRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.ReadSegmentsResponse.FromString,
+                _registered_method=True)
+        self.PlanReads = channel.unary_unary(
+                '/tidemark.v1.SegmentStore/PlanReads',
+                request_serializer=connector_dot___proto_dot_store__pb2.PlanReadsRequest.SerializeToString,
+                response_deserializer=connector_dot___proto_dot_store__pb2.PlanReadsResponse.FromString,
+                _registered_method=True)
 
 
 class SegmentStoreServicer(object):
@@ -282,6 +297,43 @@ class SegmentStoreServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeTails(self, request, context):
+        """--- many segments in one call ---------------------------------------------
+
+        The tails of many streams' segments, from the server's memory: each
+        segment's end, first readable offset, watermarks, seal and lineage. Give
+        back an answer's incarnation and version to get only the segments changed
+        since (an empty answer when nothing did). With wait_ms, an answer that
+        would be empty waits, holding no thread, until one of the streams changes
+        or wait_ms pass (at most 30 s). Needs `read` on each stream's scope.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadSegments(self, request, context):
+        """Reads many segments in one call through a fetch session (as Kafka's
+        KIP-227): the server remembers each segment's cursor, answers with the
+        segments that have something new (data, a higher watermark, another
+        event-time watermark, their end) and waits once, holding no thread, when
+        none has. A segment answered with data is disarmed until the caller
+        re-arms it (flow control). A request whose session_epoch is not the
+        session's last answer's fails with FAILED_PRECONDITION (error kind
+        FetchSessionError) and closes the session: open a new one with every
+        cursor. Needs `read` on each segment's scope.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlanReads(self, request, context):
+        """Many PlanRead calls in one; each plan is answered or refused on its own.
+        Needs `read` on each segment's scope.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SegmentStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -379,6 +431,21 @@ def add_SegmentStoreServicer_to_server(servicer, server):
                     servicer.TruncateStream,
                     request_deserializer=connector_dot___proto_dot_store__pb2.TruncateStreamRequest.FromString,
                     response_serializer=connector_dot___proto_dot_store__pb2.TruncateStreamResponse.SerializeToString,
+            ),
+            'DescribeTails': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTails,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.DescribeTailsRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.DescribeTailsResponse.SerializeToString,
+            ),
+            'ReadSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadSegments,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.ReadSegmentsRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.ReadSegmentsResponse.SerializeToString,
+            ),
+            'PlanReads': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanReads,
+                    request_deserializer=connector_dot___proto_dot_store__pb2.PlanReadsRequest.FromString,
+                    response_serializer=connector_dot___proto_dot_store__pb2.PlanReadsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -894,6 +961,87 @@ class SegmentStore(object):
             '/tidemark.v1.SegmentStore/TruncateStream',
             connector_dot___proto_dot_store__pb2.TruncateStreamRequest.SerializeToString,
             connector_dot___proto_dot_store__pb2.TruncateStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTails(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/DescribeTails',
+            connector_dot___proto_dot_store__pb2.DescribeTailsRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.DescribeTailsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/ReadSegments',
+            connector_dot___proto_dot_store__pb2.ReadSegmentsRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.ReadSegmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanReads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tidemark.v1.SegmentStore/PlanReads',
+            connector_dot___proto_dot_store__pb2.PlanReadsRequest.SerializeToString,
+            connector_dot___proto_dot_store__pb2.PlanReadsResponse.FromString,
             options,
             channel_credentials,
             insecure,

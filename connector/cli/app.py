@@ -22,6 +22,7 @@ import click
 from connector.client import StoreClient
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -35,6 +36,7 @@ from connector.errors import (
 __all__ = [
     "DEFAULT_URI",
     "EXIT_CODES",
+    "EXIT_DATA_LOSS",
     "EXIT_INTERRUPTED",
     "Failure",
     "Settings",
@@ -47,6 +49,9 @@ __all__ = [
 PROG = "tidemarkctl"
 DEFAULT_URI = "tidemark://127.0.0.1:7070"
 
+#: The exit code of data found damaged (DATA_LOSS).
+EXIT_DATA_LOSS = 8
+
 #: The exit code of each kind of error (the first that matches); any other error exits 1,
 #: a bad command line 2.
 EXIT_CODES: list[tuple[type[TidemarkError], int]] = [
@@ -58,6 +63,7 @@ EXIT_CODES: list[tuple[type[TidemarkError], int]] = [
     (StoreUnavailableError, 6),
     (UnauthenticatedError, 7),
     (PermissionDeniedError, 7),
+    (DataLossError, EXIT_DATA_LOSS),
 ]
 #: Ctrl-C, as shells report a process that SIGINT ended (128 + 2).
 EXIT_INTERRUPTED = 130

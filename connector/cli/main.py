@@ -9,7 +9,8 @@ tail``). Errors are one line on stderr, naming the bad value (a JSON object
 with ``-o json``). Exit codes: 0 done; 1 another error; 2 a bad command line
 or value; 3 not found; 4 already exists; 5 refused by the store's state
 (sealed, busy, out of space); 6 the store is unreachable; 7 the token is
-missing or lacks a right; 130 interrupted (Ctrl-C; ``stream tail`` exits 0).
+missing or lacks a right; 8 data found damaged (DATA_LOSS, ``data-dir
+check``); 130 interrupted (Ctrl-C; ``stream tail`` exits 0).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import click
 
 from connector.cli.app import EXIT_CODES, TidemarkctlRoot
+from connector.cli.data_dir_commands import data_dir
 from connector.cli.health_command import health
 from connector.cli.readergroup_commands import readergroup
 from connector.cli.scope_commands import scope
@@ -41,7 +43,7 @@ def cli() -> None:
     """Manage and inspect a Tidemark store."""
 
 
-for _command in (scope, stream, readergroup, watermarks_command, health, token, tls):
+for _command in (scope, stream, readergroup, watermarks_command, health, token, tls, data_dir):
     cli.add_command(_command)
 
 

@@ -1,6 +1,7 @@
-"""The client side: a connection, the stream manager, the writer, serializers."""
+"""The client side: a connection, the stream manager, the writer, serializers, fetch sessions."""
 
 from connector.client.connection import StoreClient, parse_uri
+from connector.client.fetch_session import FetchSession
 from connector.client.routing import key_position
 from connector.client.serializers import (
     BytesSerializer,
@@ -15,6 +16,7 @@ from connector.client.writer import EventWriter, WriterConfig
 __all__ = [
     "BytesSerializer",
     "EventWriter",
+    "FetchSession",
     "JsonSerializer",
     "Serializer",
     "StoreClient",

@@ -24,19 +24,30 @@ from connector._proto import store_pb2 as _pb
 from connector._proto import store_pb2_grpc as _pb_grpc
 from connector._wire import (
     CAUSE_KEY,
+    DAMAGED_OFFSET_KEY,
     ERROR_KIND_KEY,
     ERROR_STATUS,
     FIRST_OFFSET_KEY,
     GRPC_OPTIONS,
+    NEXT_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
-from connector.client.repeats import scale_made, seal_made, state_written, stream_created
+from connector.client.repeats import (
+    scale_made,
+    seal_made,
+    state_untouched,
+    state_written,
+    stream_created,
+)
 from connector.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
+    FetchSessionError,
     InvalidArgumentError,
     NotFoundError,
+    OutcomeUnknownError,
     ResourceExhaustedError,
     SegmentSealedError,
     StoreUnavailableError,
@@ -49,18 +60,22 @@ from connector.model import (
     AssertionResult,
     Fence,
     PlannedRead,
+    PlanRequest,
     ReadResult,
     SegmentDescription,
     SegmentInfo,
+    SegmentTail,
     StateValue,
     StreamDescription,
+    StreamTails,
     TruncationResult,
     WriterAssertion,
 )
+from connector.revisions import unknown_outcome
 from connector.security.credentials import ClientCredentials, split_uri
 from connector.security.probe import probe_transport, tls_failure
 
-__all__ = ["StoreClient", "parse_uri"]
+__all__ = ["StoreClient", "failure_error", "parse_uri", "read_result"]
 
 _T = TypeVar("_T")
 #: Sees the outcome (an answer, or the domain error about to be raised) of a call
@@ -97,10 +112,32 @@ def parse_uri(uri: str) -> str:
     return address
 
 
+_STATUS_OF_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _number(text: str | None) -> int:
+    """An offset sent in metadata; -1 when missing or not a number."""
+    try:
+        return int(text) if text is not None else -1
+    except ValueError:
+        return -1
+
+
 def _domain_error(error: grpc.RpcError) -> TidemarkError:
     code = error.code()
-    details = error.details() or code.name
-    metadata = dict(error.trailing_metadata() or ())
+    return _error_of(code, error.details() or code.name, dict(error.trailing_metadata() or ()))
+
+
+def failure_error(failure: Any) -> TidemarkError:
+    """The domain error a ``Failure`` message (one item of a call of many) stands for."""
+    code = _STATUS_OF_NUMBER.get(failure.code, grpc.StatusCode.UNKNOWN)
+    return _error_of(code, failure.message or code.name, dict(failure.details))
+
+
+def _error_of(code: grpc.StatusCode, details: str, metadata: dict[str, Any]) -> TidemarkError:
+    """The error of a failed call (or item) from its status code, message and metadata."""
+    if metadata.get(ERROR_KIND_KEY) == FetchSessionError.__name__:
+        return FetchSessionError(details)
     if metadata.get(ERROR_KIND_KEY) == TruncatedError.__name__:
         first = metadata.get(FIRST_OFFSET_KEY, "0")
         return TruncatedError(
@@ -115,6 +152,13 @@ def _domain_error(error: grpc.RpcError) -> TidemarkError:
         )
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and CAUSE_KEY in metadata:
         return ResourceExhaustedError(details, cause=metadata[CAUSE_KEY])
+    if code == grpc.StatusCode.DATA_LOSS:
+        return DataLossError(
+            details,
+            metadata.get(SEALED_SEGMENT_KEY, ""),
+            _number(metadata.get(DAMAGED_OFFSET_KEY)),
+            _number(metadata.get(NEXT_OFFSET_KEY)),
+        )
     return _ERROR_OF_STATUS.get(code, TidemarkError)(details)
 
 
@@ -460,6 +504,11 @@ class StoreClient:
 
         The server answers with at most 32 MiB of events (``MAX_READ_BYTES``) whatever
         ``max_bytes`` asks, so that an answer fits a gRPC message; read on from ``next_offset``.
+
+        Raises:
+            DataLossError: the event at ``offset`` fails its checksum (the
+                answer before stopped short of it); ``next_offset`` on the
+                error is where its append ends. Never retried.
         """
         request = _pb.ReadRequest(
             segment=segment,
@@ -469,18 +518,7 @@ class StoreClient:
             known_watermark=known_watermark or 0,
             has_known_watermark=known_watermark is not None,
         )
-        response = self._invoke(self._stub.ReadSegment, request, wait_s=wait_ms / 1000)
-        return ReadResult(
-            segment=response.segment,
-            offset=response.offset,
-            next_offset=response.next_offset,
-            data=response.data,
-            watermark=response.watermark,
-            end_of_segment=response.end_of_segment,
-            successors=tuple(response.successors),
-            event_time_watermark=_event_time(response),
-            event_time_floor=_event_time(response, "event_time_floor"),
-        )
+        return read_result(self._invoke(self._stub.ReadSegment, request, wait_s=wait_ms / 1000))
 
     def plan_read(
         self,
@@ -503,18 +541,75 @@ class StoreClient:
             max_bytes=max_bytes or 0,
             before_time=before_time,
         )
-        response = self._invoke(self._stub.PlanRead, request)
-        return PlannedRead(
-            segment=response.segment,
-            offset=response.offset,
-            next_offset=response.next_offset,
-            events=response.events,
-            watermark=response.watermark,
-            end_of_segment=response.end_of_segment,
-            at_tail=response.at_tail,
-            successors=tuple(response.successors),
-            event_time_watermark=_event_time(response),
+        return _planned(self._invoke(self._stub.PlanRead, request))
+
+    def plan_reads(self, plans: Sequence[PlanRequest]) -> list[PlannedRead | TidemarkError]:
+        """Many :meth:`plan_read` calls in one: each plan, or the error it alone would raise.
+
+        In the order asked; at most 16,384 plans a call (``MAX_ITEMS_PER_CALL``).
+        """
+        request = _pb.PlanReadsRequest(
+            plans=[
+                _pb.PlanReadRequest(
+                    segment=p.segment,
+                    offset=p.offset,
+                    max_events=p.max_events or 0,
+                    max_bytes=p.max_bytes or 0,
+                    before_time=p.before_time,
+                )
+                for p in plans
+            ]
         )
+        response = self._invoke(self._stub.PlanReads, request)
+        return [
+            _planned(o.plan) if o.WhichOneof("outcome") == "plan" else failure_error(o.error)
+            for o in response.plans
+        ]
+
+    def describe_tails(
+        self, streams: Sequence[str | StreamTails], wait_ms: int = 0
+    ) -> list[StreamTails | TidemarkError]:
+        """The tails of many streams' segments in one call, answered from the server's memory.
+
+        Each of ``streams`` is ``"scope/stream"`` (every segment is answered)
+        or the stream's previous answer (only the segments changed since are,
+        unless the answer is ``complete``: see :class:`~connector.model.StreamTails`).
+        With ``wait_ms``, an answer with nothing new waits until one of the
+        streams changes, at most ``wait_ms`` (and at most 30 s). Returns, in
+        the order asked, each stream's tails or the error describing it alone
+        would raise (NotFoundError for a deleted stream). At most 16,384
+        streams a call.
+        """
+        known = []
+        for stream in streams:
+            if isinstance(stream, StreamTails):
+                known.append(
+                    _pb.KnownTails(
+                        scope=stream.scope,
+                        stream=stream.stream,
+                        incarnation=stream.incarnation,
+                        version=stream.version,
+                    )
+                )
+            else:
+                scope, _, name = stream.partition("/")
+                known.append(_pb.KnownTails(scope=scope, stream=name))
+        request = _pb.DescribeTailsRequest(streams=known, wait_ms=wait_ms)
+        response = self._invoke(self._stub.DescribeTails, request, wait_s=wait_ms / 1000)
+        return [
+            failure_error(t.error) if t.HasField("error") else _tails(t) for t in response.streams
+        ]
+
+    def read_segments(
+        self, request: _pb.ReadSegmentsRequest, wait_ms: int = 0
+    ) -> _pb.ReadSegmentsResponse:
+        """One raw ReadSegments call; a fetch session's bookkeeping is :class:`FetchSession`'s.
+
+        Read many segments through :class:`~connector.client.fetch_session.FetchSession`,
+        which keeps the session's id, epoch and cursors and opens it again
+        when the server lost it. Waits up to ``wait_ms`` beyond the call timeout.
+        """
+        return self._invoke(self._stub.ReadSegments, request, wait_s=wait_ms / 1000)
 
     def segment_info(self, segment: str) -> SegmentInfo:
         """A segment's attributes."""
@@ -547,15 +642,22 @@ class StoreClient:
         """Writes ``value`` if the revision is ``expected_revision``; returns (written, current).
 
         A repeat after a lost answer that finds ``value`` stored at
-        ``expected_revision + 1`` reports it written.
+        ``expected_revision + 1`` reports it written; one that finds the
+        value moved on past that revision cannot tell (another writer may
+        have replaced it since) and raises OutcomeUnknownError: never "not
+        written" for what may have been written.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.written:
                 return None
-            if not state_written(_state(outcome.current), expected_revision, value):
+            current = _state(outcome.current)
+            if state_written(current, expected_revision, value):
+                return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.CompareAndSetStateResponse(written=True, current=outcome.current)
+            msg = unknown_outcome("a compare-and-set", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.CompareAndSetStateRequest(
             key=key, expected_revision=expected_revision, value=value
@@ -567,15 +669,20 @@ class StoreClient:
         """Deletes the value under ``key`` if its revision is ``expected_revision``.
 
         Returns (deleted, current); ``current.revision`` is 0 once it is gone. A
-        repeat after a lost answer that finds no value reports it deleted.
+        repeat after a lost answer that finds no value reports it deleted; one
+        that finds a value stored again since raises OutcomeUnknownError.
         """
 
         def on_repeat(outcome: Any) -> Any:
             if isinstance(outcome, TidemarkError) or outcome.deleted:
                 return None
-            if outcome.current.revision != 0:
+            current = _state(outcome.current)
+            if current.revision == 0:
+                return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            if state_untouched(current, expected_revision):
                 return None
-            return _pb.DeleteStateResponse(deleted=True, current=outcome.current)
+            msg = unknown_outcome("a deletion", key, expected_revision, current.revision)
+            raise OutcomeUnknownError(msg)
 
         request = _pb.DeleteStateRequest(key=key, expected_revision=expected_revision)
         response = self._invoke(self._stub.DeleteState, request, on_repeat=on_repeat)
@@ -583,13 +690,19 @@ class StoreClient:
 
     # --- health ---------------------------------------------------------------
 
-    def health(self) -> str:
+    def health(self, service: str = "") -> str:
         """The server's answer to the standard gRPC health check: ``"SERVING"`` or another.
 
-        ``"SERVING"`` while the store takes writes, ``"NOT_SERVING"`` while it
-        refuses them or is stopping. Needs no token.
+        For ``service`` ``""``: ``"SERVING"`` while the store takes writes,
+        ``"NOT_SERVING"`` while it refuses them or is stopping. For
+        ``connector._wire.DATA_SERVICE``: ``"NOT_SERVING"`` once a read
+        met damaged data. Needs no token.
+
+        Raises:
+            NotFoundError: the server does not know ``service``.
         """
-        answer = self._invoke(self._health.Check, health_pb2.HealthCheckRequest(service=""))
+        request = health_pb2.HealthCheckRequest(service=service)
+        answer = self._invoke(self._health.Check, request)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
 
     # --- lifecycle ------------------------------------------------------------
@@ -646,3 +759,61 @@ def _event_time(message: Any, field: str = "event_time_watermark") -> int | None
 
 def _state(message: Any) -> StateValue:
     return StateValue(message.key, message.value, message.revision, message.server_time)
+
+
+def read_result(message: Any) -> ReadResult:
+    """A ``ReadResponse`` message as a :class:`ReadResult`."""
+    return ReadResult(
+        segment=message.segment,
+        offset=message.offset,
+        next_offset=message.next_offset,
+        data=message.data,
+        watermark=message.watermark,
+        end_of_segment=message.end_of_segment,
+        successors=tuple(message.successors),
+        event_time_watermark=_event_time(message),
+        event_time_floor=_event_time(message, "event_time_floor"),
+    )
+
+
+def _planned(message: Any) -> PlannedRead:
+    return PlannedRead(
+        segment=message.segment,
+        offset=message.offset,
+        next_offset=message.next_offset,
+        events=message.events,
+        watermark=message.watermark,
+        end_of_segment=message.end_of_segment,
+        at_tail=message.at_tail,
+        successors=tuple(message.successors),
+        event_time_watermark=_event_time(message),
+    )
+
+
+def _tails(message: Any) -> StreamTails:
+    return StreamTails(
+        scope=message.scope,
+        stream=message.stream,
+        incarnation=message.incarnation,
+        version=message.version,
+        complete=message.complete,
+        segments=tuple(
+            SegmentTail(
+                segment=t.segment,
+                version=t.version,
+                write_offset=t.write_offset,
+                first_offset=t.first_offset,
+                watermark=t.watermark,
+                event_time_watermark=_event_time(t),
+                sealed=t.sealed,
+                last_write_time=t.last_write_time,
+                creation_time=t.creation_time,
+                key_low=t.key_low,
+                key_high=t.key_high,
+                epoch=t.epoch,
+                predecessors=tuple(t.predecessors),
+                successors=tuple(t.successors),
+            )
+            for t in message.segments
+        ),
+    )

@@ -7,7 +7,9 @@ event number); the other changes are not, and a repeat of one that was made
 fails: the scope or stream "already exists", the segment "is sealed already",
 the compare-and-set finds the revision moved on. Each function here decides,
 from what the store holds now, whether that state is exactly what the change
-asked for, in which case the repeat counts as the change's success.
+asked for, in which case the repeat counts as the change's success; for a
+state value, also whether it proves the change was not made (else its
+outcome is unknown: :mod:`connector.revisions`).
 
 Another client making the very same change in the same window is
 indistinguishable from the lost answer, and leaves the same state: the
@@ -20,8 +22,9 @@ from collections.abc import Sequence
 
 from connector.model import SegmentDescription, StateValue, StreamDescription
 from connector.names import SegmentId
+from connector.revisions import left_by, untouched
 
-__all__ = ["scale_made", "seal_made", "state_written", "stream_created"]
+__all__ = ["scale_made", "seal_made", "state_untouched", "state_written", "stream_created"]
 
 
 def stream_created(description: StreamDescription, segment_count: int) -> bool:
@@ -78,10 +81,14 @@ def seal_made(description: StreamDescription) -> bool:
 
 def state_written(current: StateValue, expected_revision: int, value: bytes) -> bool:
     """Whether ``current`` is what a compare-and-set of ``value`` at ``expected_revision`` left."""
-    # Exactly the next revision: a later one may be another writer's. (A value stored again
-    # after a deletion goes on from the deleted one's revisions, so the repeat of such a
-    # first write whose answer was lost is not recognised, and reports the refusal.)
-    return current.revision == expected_revision + 1 and current.value == value
+    # (A value stored again after a deletion goes on from the deleted one's revisions, so the
+    # repeat of such a first write whose answer was lost is not recognised: unknown.)
+    return left_by(current.revision, current.value, expected_revision, value)
+
+
+def state_untouched(current: StateValue, expected_revision: int) -> bool:
+    """Whether ``current`` proves a change of the value at ``expected_revision`` was not made."""
+    return untouched(current.revision, expected_revision)
 
 
 def _covers(segments: Sequence[SegmentDescription], low: float, high: float) -> bool:

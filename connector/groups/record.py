@@ -38,7 +38,7 @@ class GroupRecord:
     checkpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        """The stored form."""
+        """The stored form: compact JSON, keys sorted (read by :meth:`from_json` of any release)."""
         return json.dumps(
             {
                 "streams": list(self.streams),
@@ -51,6 +51,7 @@ class GroupRecord:
                 "checkpoints": {k: dict(v) for k, v in self.checkpoints.items()},
             },
             sort_keys=True,
+            separators=(",", ":"),
         ).encode()
 
     @classmethod

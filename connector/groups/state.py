@@ -20,16 +20,18 @@ writers asserted there (seed 002; :attr:`SegmentCursor.event_time`): a
 time, :data:`NO_WRITER` when no writer holds it (it holds no group back), or
 None while not known (a position not read since it was placed: it holds the
 group back). The group's event time is the same minimum over the same
-segments (:func:`group_event_time`): the rule is :func:`_least_unfinished`,
-written once for both. Unlike ingestion watermarks a segment's event time
-may fall (a writer joining with an assertion below the others); readers
-never let the watermarks they yield fall.
+segments (:func:`group_event_time`): the rule is :func:`least_unfinished`,
+written once for both (:class:`GroupTime` says which time each takes, and
+:class:`~connector.groups.tracking.GroupTimeTracker` keeps it as positions
+change). Unlike ingestion watermarks a segment's event time may fall (a
+writer joining with an assertion below the others); readers never let the
+watermarks they yield fall.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -39,16 +41,23 @@ from connector.model import initial_watermark
 from connector.timestamps import END_OF_TIME
 
 __all__ = [
+    "INGESTION_WATERMARK",
     "NO_WRITER",
+    "WRITERS_EVENT_TIME",
     "GroupState",
+    "GroupTime",
+    "ReportedPosition",
     "SegmentCursor",
     "Successor",
     "WaitingSegment",
     "advance",
+    "advance_all",
     "finish",
+    "finish_all",
     "group_event_time",
     "group_watermark",
     "least_event_time",
+    "least_unfinished",
     "plan_cut",
     "stream_cut",
     "unassigned_oldest_first",
@@ -106,6 +115,10 @@ class Successor:
     segment: str
     predecessors: tuple[str, ...]
     creation_time: int
+
+
+#: A reported position of a segment: ``(offset, watermark, event_time)`` (see :func:`advance`).
+ReportedPosition = tuple[int, int, int | None]
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -215,7 +228,7 @@ class GroupState:
         )
 
 
-def _least_unfinished(
+def least_unfinished(
     of_cursors: Iterable[int | None], of_waiting: Iterable[int | None]
 ) -> int | None:
     """The group rule: the least over every unfinished segment, readable and waiting.
@@ -233,7 +246,58 @@ def _least_unfinished(
 
 def least_event_time(*event_times: int | None) -> int | None:
     """The least of some event times; None when one is not known."""
-    return _least_unfinished(event_times, ())
+    return least_unfinished(event_times, ())
+
+
+@dataclass(frozen=True)
+class GroupTime:
+    """Which of its segments' times a group's time is made of, and how a reader's count.
+
+    ``of_cursor`` gives a readable segment's time as the state holds it,
+    ``with_fresher`` its time given a reader's newer value of it (from a
+    position past the state's), ``of_waiting`` a waiting segment's. The
+    group's time is :func:`least_unfinished` of them (:meth:`least`):
+    :data:`INGESTION_WATERMARK` makes :func:`group_watermark`,
+    :data:`WRITERS_EVENT_TIME` :func:`group_event_time`.
+    """
+
+    name: str
+    of_cursor: Callable[[SegmentCursor], int | None]
+    with_fresher: Callable[[SegmentCursor, int | None], int | None]
+    of_waiting: Callable[[WaitingSegment], int | None]
+
+    def least(
+        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
+    ) -> int | None:
+        """The group's time at ``state``, with a reader's newer values (``fresher``) counted."""
+        fresher = fresher or {}
+        return least_unfinished(
+            (
+                self.with_fresher(c, fresher[s]) if s in fresher else self.of_cursor(c)
+                for s, c in state.cursors.items()
+            ),
+            (self.of_waiting(w) for w in state.waiting.values()),
+        )
+
+    def __repr__(self) -> str:
+        return f"GroupTime({self.name!r})"
+
+
+#: The group watermark: the segments' ingestion watermarks; a reader's newer one counts when higher.
+INGESTION_WATERMARK = GroupTime(
+    "ingestion watermark",
+    of_cursor=lambda cursor: cursor.watermark,
+    with_fresher=lambda cursor, fresher: max(cursor.watermark, fresher),  # type: ignore[type-var]
+    of_waiting=lambda waiting: waiting.watermark,
+)
+
+#: The group's event time: the segments' writers' event times; a reader's newer one counts instead.
+WRITERS_EVENT_TIME = GroupTime(
+    "writers' event time",
+    of_cursor=lambda cursor: cursor.event_time,
+    with_fresher=lambda cursor, fresher: fresher,
+    of_waiting=lambda waiting: waiting.event_time,
+)
 
 
 def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None) -> int:
@@ -242,11 +306,7 @@ def group_watermark(state: GroupState, fresher: Mapping[str, int] | None = None)
     ``fresher`` maps readable segments to watermarks newer than the state's
     (a reader's own positions); the higher of the two counts.
     """
-    fresher = fresher or {}
-    watermark = _least_unfinished(
-        (max(c.watermark, fresher.get(s, c.watermark)) for s, c in state.cursors.items()),
-        (w.watermark for w in state.waiting.values()),
-    )
+    watermark = INGESTION_WATERMARK.least(state, fresher)
     assert watermark is not None  # every segment has an ingestion watermark
     return watermark
 
@@ -261,11 +321,7 @@ def group_event_time(
     readable segments to event times at newer positions than the state's
     (a reader's own), which count instead.
     """
-    fresher = fresher or {}
-    return _least_unfinished(
-        (fresher[s] if s in fresher else c.event_time for s, c in state.cursors.items()),
-        (w.event_time for w in state.waiting.values()),
-    )
+    return WRITERS_EVENT_TIME.least(state, fresher)
 
 
 def watermark_after(
@@ -300,23 +356,52 @@ def advance(
     later offset replaces the cursor's, one at its offset replaces it when
     known, a stale one changes nothing (event times may fall, so no maximum).
     """
-    cursor = state.cursors.get(segment)
-    if cursor is None:
-        msg = f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
-        raise FailedPreconditionError(msg)
+    return advance_all(state, {segment: (offset, watermark, event_time)})
+
+
+def advance_all(state: GroupState, positions: Mapping[str, ReportedPosition]) -> GroupState:
+    """:func:`advance` of every segment of ``positions`` at once.
+
+    ``positions`` maps segments to ``(offset, watermark, event_time)``. The
+    result is the one :func:`advance` gives segment after segment, but the
+    cursor table is copied once, and only when a cursor moved: the same
+    ``state`` is returned when none did. Cursors that did not move are the
+    same objects in the result.
+
+    Raises:
+        FailedPreconditionError: a segment of ``positions`` is not readable
+            (finished, waiting or unknown), naming it; nothing is recorded.
+    """
+    moved: dict[str, SegmentCursor] = {}
+    for segment, (offset, watermark, event_time) in positions.items():
+        cursor = state.cursors.get(segment)
+        if cursor is None:
+            msg = (
+                f"segment {segment!r} is not readable in this group (finished, waiting or unknown)"
+            )
+            raise FailedPreconditionError(msg)
+        updated = _advanced(cursor, offset, watermark, event_time)
+        if updated is not cursor:
+            moved[segment] = updated
+    if not moved:
+        return state
+    return replace(state, cursors={**state.cursors, **moved})
+
+
+def _advanced(
+    cursor: SegmentCursor, offset: int, watermark: int, event_time: int | None
+) -> SegmentCursor:
+    """The cursor after a report (see :func:`advance`); ``cursor`` itself when it did not move."""
     if offset > cursor.offset or (offset == cursor.offset and event_time is not None):
         event_time_there = event_time
     else:
         event_time_there = cursor.event_time
-    updated = SegmentCursor(
-        max(cursor.offset, offset),
-        max(cursor.watermark, watermark),
-        cursor.end,
-        event_time_there,
-    )
-    if updated == cursor:
-        return state
-    return replace(state, cursors={**state.cursors, segment: updated})
+    offset = max(cursor.offset, offset)
+    watermark = max(cursor.watermark, watermark)
+    before = (cursor.offset, cursor.watermark, cursor.event_time)
+    if (offset, watermark, event_time_there) == before:
+        return cursor
+    return SegmentCursor(offset, watermark, cursor.end, event_time_there)
 
 
 def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()) -> GroupState:
@@ -329,35 +414,70 @@ def finish(state: GroupState, segment: str, successors: Iterable[Successor] = ()
     writers at its start). In a bounded group, successors outside
     ``bounded_to`` are not read.
     """
-    if segment in state.finished:
+    return finish_all(state, {segment: successors})
+
+
+def finish_all(state: GroupState, segments: Mapping[str, Iterable[Successor]]) -> GroupState:
+    """:func:`finish` of every segment of ``segments`` (segment -> its successors), in order.
+
+    The result is the one :func:`finish` gives segment after segment, but
+    the tables are copied once, and each finished segment costs what its
+    successors and the segments waiting for it cost, not the whole group.
+    The same ``state`` is returned when every segment was finished already.
+
+    Raises:
+        FailedPreconditionError: a segment is neither finished nor readable,
+            naming it; nothing is recorded.
+    """
+    todo = {s: successors for s, successors in segments.items() if s not in state.finished}
+    if not todo:
         return state
-    if segment not in state.cursors:
-        msg = f"segment {segment!r} cannot finish: it is not readable in this group"
-        raise FailedPreconditionError(msg)
-    ended_with = state.cursors[segment].event_time
-    cursors = {s: c for s, c in state.cursors.items() if s != segment}
+    cursors = dict(state.cursors)
     waiting = dict(state.waiting)
-    finished = state.finished | {segment}
-    for successor in successors:
-        name = successor.segment
-        if name in finished or name in cursors:
+    finished = set(state.finished)
+    waiters = _waiters(waiting)
+    for segment, successors in todo.items():
+        if segment in finished:
             continue
-        if state.bounded_to is not None and name not in state.bounded_to:
-            continue
-        known = waiting.get(name)
-        initial = initial_watermark(successor.creation_time)
-        waiting_for = (known.waiting_for if known else frozenset(successor.predecessors)) - finished
-        event_time = least_event_time(known.event_time if known else NO_WRITER, ended_with)
-        if waiting_for:
-            waiting[name] = WaitingSegment(initial, waiting_for, event_time)
-        else:
-            waiting.pop(name, None)
-            end = None if state.end_cut is None else state.end_cut.get(name)
-            cursors[name] = SegmentCursor(0, initial, end, event_time)
-    for name, entry in list(waiting.items()):
-        if segment in entry.waiting_for:
-            waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})
-    return replace(state, cursors=cursors, waiting=waiting, finished=finished)
+        if segment not in cursors:
+            msg = f"segment {segment!r} cannot finish: it is not readable in this group"
+            raise FailedPreconditionError(msg)
+        ended_with = cursors.pop(segment).event_time
+        finished.add(segment)
+        for successor in successors:
+            name = successor.segment
+            if name in finished or name in cursors:
+                continue
+            if state.bounded_to is not None and name not in state.bounded_to:
+                continue
+            known = waiting.get(name)
+            initial = initial_watermark(successor.creation_time)
+            waiting_for = (
+                known.waiting_for if known else frozenset(successor.predecessors)
+            ) - finished
+            event_time = least_event_time(known.event_time if known else NO_WRITER, ended_with)
+            if waiting_for:
+                waiting[name] = WaitingSegment(initial, waiting_for, event_time)
+                for predecessor in waiting_for:
+                    waiters.setdefault(predecessor, set()).add(name)
+            else:
+                waiting.pop(name, None)
+                end = None if state.end_cut is None else state.end_cut.get(name)
+                cursors[name] = SegmentCursor(0, initial, end, event_time)
+        for name in waiters.pop(segment, ()):
+            entry = waiting.get(name)
+            if entry is not None and segment in entry.waiting_for:
+                waiting[name] = replace(entry, waiting_for=entry.waiting_for - {segment})
+    return replace(state, cursors=cursors, waiting=waiting, finished=frozenset(finished))
+
+
+def _waiters(waiting: Mapping[str, WaitingSegment]) -> dict[str, set[str]]:
+    """Which waiting segments each predecessor holds back."""
+    waiters: dict[str, set[str]] = {}
+    for name, entry in waiting.items():
+        for predecessor in entry.waiting_for:
+            waiters.setdefault(predecessor, set()).add(name)
+    return waiters
 
 
 def stream_cut(state: GroupState) -> dict[str, int]:

@@ -9,23 +9,29 @@ see :mod:`connector.background`), and NOT_SERVING for good once the server
 stops. It follows the store in a background task of its own (``health``),
 every ``period_s`` seconds on the server's event loop, so a probe sees a
 change at most that late.
+
+A third service name, :data:`DATA_SERVICE`, says whether the server's reads
+have met damaged data (:mod:`connector.ops.data_loss`): SERVING until one
+answered DATA_LOSS, NOT_SERVING from then on. The store's own health does
+not change with it: a damaged event is no reason to stop taking writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from connector._proto import store_pb2 as _pb
+from connector._wire import DATA_SERVICE
 from connector.background import BackgroundTask, TaskStatus
 from connector.store import Storage
 
-__all__ = ["STORE_SERVICE", "HealthReporter", "add_reflection", "is_serving"]
+__all__ = ["DATA_SERVICE", "STORE_SERVICE", "HealthReporter", "add_reflection", "is_serving"]
 
 #: The full name of the store's gRPC service.
 STORE_SERVICE = _pb.DESCRIPTOR.services_by_name["SegmentStore"].full_name
@@ -40,12 +46,22 @@ def is_serving(accepting_writes: bool, tasks: Iterable[TaskStatus], now_ms: int)
 
 
 class HealthReporter:
-    """Keeps an asyncio server's health service in step with its store."""
+    """Keeps an asyncio server's health service in step with its store.
 
-    def __init__(self, store: Storage, period_s: float = 0.1):
+    ``data_intact`` says whether no read has met damaged data (by default: none has).
+    """
+
+    def __init__(
+        self,
+        store: Storage,
+        period_s: float = 0.1,
+        data_intact: Callable[[], bool] = lambda: True,
+    ):
         self.servicer = health.aio.HealthServicer()
         self._store = store
+        self._data_intact = data_intact
         self._serving: bool | None = None
+        self._intact: bool | None = None
         self._task = BackgroundTask(
             "health",
             self._update,
@@ -79,12 +95,15 @@ class HealthReporter:
         store = self._store
         now = store.config.clock.now_ms()
         serving = is_serving(store.accepting_writes, store.background_status(), now)
-        if serving == self._serving:
-            return
-        status = _SERVING if serving else _NOT_SERVING
-        for service in ("", STORE_SERVICE):
-            await self.servicer.set(service, status)
-        self._serving = serving
+        if serving != self._serving:
+            status = _SERVING if serving else _NOT_SERVING
+            for service in ("", STORE_SERVICE):
+                await self.servicer.set(service, status)
+            self._serving = serving
+        intact = self._data_intact()
+        if intact != self._intact:
+            await self.servicer.set(DATA_SERVICE, _SERVING if intact else _NOT_SERVING)
+            self._intact = intact
 
 
 def add_reflection(server: grpc.aio.Server) -> None:

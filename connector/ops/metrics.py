@@ -27,7 +27,14 @@ Names, all prefixed ``tidemark_``:
 - ``idle_ticks_total``: idle ticks given to segments.
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
 - ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
-  a watermark rise (they hold no server thread while they wait).
+  a watermark rise (they hold no server thread while they wait);
+  ``parked_calls`` {method}: calls parked on the server's loop until
+  something changes (``ReadSegment``, and ``ReadSegments`` and
+  ``DescribeTails``, each counting once whatever it waits on).
+- ``fetch_sessions``, ``fetch_session_segments``,
+  ``fetch_session_armed_segments``: ReadSegments' fetch sessions open, the
+  segments they follow, and those armed (not waiting for their reader to
+  consume data).
 - ``stream_tail_watermark_timestamp_seconds`` and
   ``stream_tail_watermark_lag_seconds`` {stream}: the lowest watermark of the
   stream's open segments, and how far it is behind the store's clock.
@@ -50,6 +57,9 @@ Names, all prefixed ``tidemark_``:
   ``replica_last_seen_seconds`` (since the leader heard from it), asked of
   the leaders at scrape time; ``leader_elections_total`` {log}: leader
   changes this server heard of.
+- ``data_loss_reads_total`` {stream}: reads answered DATA_LOSS (an event
+  failing its checksum); ``damaged_segments``: segments such a read met
+  since the server started (:mod:`connector.ops.data_loss`).
 - ``background_task_failed_rounds_total`` {task}: rounds of a background task
   (``idle_ticks``, ``journal_compaction``, ``health``; on JetStream also
   ``jetstream_probe`` and ``jetstream_catch_up``) that failed;
@@ -88,11 +98,12 @@ from prometheus_client.registry import Collector
 
 from connector.background import TaskStatus
 from connector.clock import Clock
-from connector.errors import TidemarkError
+from connector.errors import DataLossError, TidemarkError
 from connector.groups.lag import group_lag
 from connector.groups.record import STATE_KEY_PREFIX, GroupRecord
 from connector.groups.state import group_watermark
 from connector.ops.call_metrics import CallMetricsInterceptor
+from connector.ops.data_loss import DataLossLog
 from connector.ops.health import is_serving
 from connector.store import Storage, StoreObserver
 from connector.timestamps import END_OF_TIME
@@ -151,24 +162,23 @@ class _StoreStateCollector(Collector):
         count = 0
         ids = store.stream_ids()
         for scope, stream in ids:
-            try:
-                description = store.describe_stream(scope, stream)
-                infos = [
-                    store.segment_info(s.segment) for s in description.segments if not s.sealed
-                ]
+            try:  # from memory: no call per segment
+                tails = [t for t in store.describe_tails(scope, stream).segments if not t.sealed]
+                held = [t for t in tails if t.event_time_watermark is not None]
+                active = {w.writer_id for t in held for w in store.segment_info(t.segment).writers}
             except TidemarkError:  # gone or closing while we looked
                 continue
-            count += len(infos)
+            count += len(tails)
             name = f"{scope}/{stream}"
-            if infos:
-                mark = min(i.watermark for i in infos)
+            if tails:
+                mark = min(t.watermark for t in tails)
                 watermark.add_metric([name], mark / 1000)
                 lag.add_metric([name], max(0, now - mark) / 1000)
-            held = [i.event_time_watermark for i in infos if i.event_time_watermark is not None]
             if held:
-                event_time.add_metric([name], min(held) / 1000)
-                event_time_lag.add_metric([name], max(0, now - min(held)) / 1000)
-            writers.add_metric([name], len({w.writer_id for i in infos for w in i.writers}))
+                least = min(t.event_time_watermark or 0 for t in held)
+                event_time.add_metric([name], least / 1000)
+                event_time_lag.add_metric([name], max(0, now - least) / 1000)
+            writers.add_metric([name], len(active))
         open_segments.add_metric([], count)
         streams.add_metric([], len(ids))
         yield open_segments
@@ -196,6 +206,43 @@ class _StoreStateCollector(Collector):
             "1 while the store takes writes, 0 while it refuses them (full disk, failure).",
             value=1 if store.accepting_writes else 0,
         )
+
+
+class _CallStateCollector(Collector):
+    """The server's fetch sessions and parked calls, counted when Prometheus scrapes."""
+
+    def __init__(
+        self,
+        sessions: Callable[[], tuple[int, int, int]],
+        parked: Callable[[], dict[str, int]],
+    ):
+        self._sessions = sessions
+        self._parked = parked
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
+        open_sessions, segments, armed = self._sessions()
+        yield GaugeMetricFamily(
+            "tidemark_fetch_sessions", "ReadSegments fetch sessions open.", value=open_sessions
+        )
+        yield GaugeMetricFamily(
+            "tidemark_fetch_session_segments",
+            "Segments the fetch sessions follow (their cursors).",
+            value=segments,
+        )
+        yield GaugeMetricFamily(
+            "tidemark_fetch_session_armed_segments",
+            "Cursors armed: answered when their segment changes (the others wait for their "
+            "reader to consume data).",
+            value=armed,
+        )
+        parked = GaugeMetricFamily(
+            "tidemark_parked_calls",
+            "Calls parked until something changes, holding no thread, by method.",
+            labels=["method"],
+        )
+        for method, count in sorted(self._parked().items()):
+            parked.add_metric([method], count)
+        yield parked
 
 
 class _ReaderGroupCollector(Collector):
@@ -328,6 +375,28 @@ class _BackgroundTaskCollector(Collector):
         yield stalled
 
 
+class _DataLossCollector(Collector):
+    """Reads answered DATA_LOSS and the segments found damaged, from the server's log of them."""
+
+    def __init__(self, log: DataLossLog):
+        self._log = log
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:  # noqa: D102
+        reads = CounterMetricFamily(
+            "tidemark_data_loss_reads",
+            "Reads answered DATA_LOSS: the event at their offset fails its checksum.",
+            labels=["stream"],
+        )
+        for stream, count in sorted(self._log.reads().items()):
+            reads.add_metric([stream], count)
+        yield reads
+        yield GaugeMetricFamily(
+            "tidemark_damaged_segments",
+            "Segments a read found damaged data in since the server started.",
+            value=len(self._log.damaged()),
+        )
+
+
 class _Observer(StoreObserver):
     def __init__(self, groups: Histogram, ticks: Counter, timeouts: Counter):
         self._groups = groups
@@ -348,7 +417,8 @@ class StoreMetrics:
     """The metrics of one store server, in their own registry.
 
     ``background_tasks`` lists the statuses of the server's background tasks
-    at scrape time (by default the store's own).
+    at scrape time (by default the store's own). :attr:`data_loss` records
+    the reads answered DATA_LOSS (:meth:`data_loss_met`).
     """
 
     def __init__(
@@ -414,6 +484,9 @@ class StoreMetrics:
         self.registry.register(_StoreStateCollector(store))
         self.registry.register(_ReaderGroupCollector(store))
         self.registry.register(_ReplicationCollector(store))
+        #: The damaged data the server's reads met.
+        self.data_loss = DataLossLog()
+        self.registry.register(_DataLossCollector(self.data_loss))
         self.registry.register(
             _BackgroundTaskCollector(
                 background_tasks or store.background_status, store.config.clock
@@ -426,6 +499,19 @@ class StoreMetrics:
             store.accepting_writes, tasks(), store.config.clock.now_ms()
         )
         self._http: WSGIServer | None = None
+
+    def watch_calls(
+        self,
+        sessions: Callable[[], tuple[int, int, int]],
+        parked: Callable[[], dict[str, int]],
+    ) -> None:
+        """Counts the server's fetch sessions (open, segments, armed) and parked calls by method."""
+        self.registry.register(_CallStateCollector(sessions, parked))
+
+    def data_loss_met(self, error: TidemarkError) -> None:
+        """Records ``error`` if it is a DataLossError (a read met damaged data)."""
+        if isinstance(error, DataLossError):
+            self.data_loss.record(error)
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
         """Counts ``events`` as stored in ``segment``."""

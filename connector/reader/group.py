@@ -21,9 +21,11 @@ from connector.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    OutcomeUnknownError,
 )
 from connector.groups.record import GroupRecord, state_key
 from connector.groups.state import GroupState, group_watermark
+from connector.model import StateValue
 from connector.names import StreamId, validate_name
 from connector.reader.events import ReaderConfig
 from connector.reader.membership import (
@@ -144,7 +146,12 @@ class ReaderGroupManager:
                     return True
                 generation = known.generation
             record = GroupRecord(names, generation, state)
-            written, _ = self._client.compare_and_set_state(key, current.revision, record.to_json())
+            try:
+                written, _ = self._client.compare_and_set_state(
+                    key, current.revision, record.to_json()
+                )
+            except OutcomeUnknownError:
+                continue  # looked at again: the position stored, or not
             if written:
                 return True
         msg = f"reader group {scope}/{group}: {_CAS_ATTEMPTS} conflicting updates in a row"
@@ -182,6 +189,8 @@ class ReaderGroup:
         self.scope = scope
         self.name = group
         self._key = state_key(scope, group)
+        # The record last read or written, with its revision and stored form: parsed once.
+        self._known: tuple[int, bytes, GroupRecord] | None = None
 
     @property
     def client(self) -> StoreClient:
@@ -198,12 +207,13 @@ class ReaderGroup:
         if value.revision == 0:
             msg = f"reader group {self.scope}/{self.name} does not exist"
             raise ReaderGroupResetError(msg)
-        return GroupRecord.from_json(value.value)
+        return self._parsed(value)
 
     def update(self, change: Callable[[GroupRecord, int], GroupRecord]) -> GroupRecord:
         """Applies ``change(record, store_time_ms)`` atomically and returns the stored result.
 
-        ``change`` may run several times (on concurrent updates) and must be pure.
+        ``change`` may run several times (on concurrent updates, or after an
+        update whose outcome was lost and cannot be told) and must be pure.
         When it changes nothing, nothing is written.
 
         Raises:
@@ -215,17 +225,36 @@ class ReaderGroup:
             if current.revision == 0:
                 msg = f"reader group {self.scope}/{self.name} does not exist"
                 raise ReaderGroupResetError(msg)
-            record = GroupRecord.from_json(current.value)
+            record = self._parsed(current)
             updated = change(record, current.server_time)
             if updated == record:
                 return record  # nothing to write: keep the journal from growing
-            written, _ = self._client.compare_and_set_state(
-                self._key, current.revision, updated.to_json()
-            )
+            value = updated.to_json()
+            try:
+                written, stored = self._client.compare_and_set_state(
+                    self._key, current.revision, value
+                )
+            except OutcomeUnknownError:
+                continue  # written, then changed again, or not: ``change`` runs on what is there
             if written:
+                self._known = (stored.revision, value, updated)
                 return updated
         msg = f"reader group {self.scope}/{self.name}: {_CAS_ATTEMPTS} conflicting updates in a row"
         raise FailedPreconditionError(msg)
+
+    def _parsed(self, stored: StateValue) -> GroupRecord:
+        """The record ``stored`` holds, parsed only when it is not the one last read or written.
+
+        A sync that finds the record as this handle left it (the usual case
+        for an idle group) costs no parse. Records are values: nothing
+        changes one in place, so the one kept is handed out again.
+        """
+        known = self._known
+        if known is not None and known[0] == stored.revision and known[1] == stored.value:
+            return known[2]
+        record = GroupRecord.from_json(stored.value)
+        self._known = (stored.revision, stored.value, record)
+        return record
 
     def create_reader(
         self,

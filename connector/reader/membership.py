@@ -24,8 +24,8 @@ from connector.groups.record import GroupRecord
 from connector.groups.state import (
     GroupState,
     Successor,
-    advance,
-    finish,
+    advance_all,
+    finish_all,
     stream_cut,
     unassigned_oldest_first,
 )
@@ -83,13 +83,16 @@ def report(record: GroupRecord, reader: str, positions: Positions) -> GroupState
     """The state with ``reader``'s positions of the segments it still holds.
 
     Positions of segments it no longer holds are ignored (another reader
-    took them over); offsets and watermarks never step back.
+    took them over); offsets and watermarks never step back. The cursor
+    table is copied at most once, whatever the number of positions.
     """
     state = record.state
-    for segment, (offset, watermark, *event_time) in positions.items():
-        if record.assignments.get(segment) == reader and segment in state.cursors:
-            state = advance(state, segment, offset, watermark, *event_time)
-    return state
+    held = {
+        segment: (position[0], position[1], position[2] if len(position) > 2 else None)
+        for segment, position in positions.items()
+        if record.assignments.get(segment) == reader and segment in state.cursors
+    }
+    return advance_all(state, held)
 
 
 def rebalance(
@@ -98,14 +101,14 @@ def rebalance(
     """``reader`` takes or gives back segments toward an equal share, oldest watermark first."""
     result = dict(assignments)
     share = math.ceil(len(state.cursors) / max(readers, 1))
-    mine = sorted(
-        (s for s, r in result.items() if r == reader),
-        key=lambda s: (state.cursors[s].watermark, s),
-    )
-    for segment in mine[share:]:
-        del result[segment]
-    for segment in unassigned_oldest_first(state, result)[: max(0, share - len(mine))]:
-        result[segment] = reader
+    mine = [s for s, r in result.items() if r == reader]
+    if len(mine) > share:
+        mine.sort(key=lambda s: (state.cursors[s].watermark, s))
+        for segment in mine[share:]:
+            del result[segment]
+    elif len(mine) < share:
+        for segment in unassigned_oldest_first(state, result)[: share - len(mine)]:
+            result[segment] = reader
     return result
 
 
@@ -140,9 +143,14 @@ def sync(
         msg = "the reader group was reset; create a new reader"
         raise ReaderGroupResetError(msg)
     state = report(record, reader, positions)
-    for segment, successors in finished.items():
-        if record.assignments.get(segment) == reader and segment in state.cursors:
-            state = finish(state, segment, successors)
+    state = finish_all(
+        state,
+        {
+            segment: successors
+            for segment, successors in finished.items()
+            if record.assignments.get(segment) == reader and segment in state.cursors
+        },
+    )
     leases = {r: t for r, t in record.leases.items() if t >= now or r == reader}
     if leases.get(reader, 0) - now < lease_ms // 2:
         leases[reader] = now + lease_ms

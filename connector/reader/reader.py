@@ -9,10 +9,12 @@ keeps the positions last written (see :meth:`EventReader.read_next_event`).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import logging
 import math
 import time
+from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, TypeVar
 
@@ -27,17 +29,19 @@ from connector.groups.state import (
     watermark_after,
     writers_event_time,
 )
+from connector.groups.tracking import GroupTimeTracker
 from connector.model import ReadResult
 from connector.reader.events import EventRead, Position, ReaderConfig
 from connector.reader.lineage import successors_of
 from connector.reader.membership import (
     GroupHandle,
+    Positions,
     ReaderGroupResetError,
     leave,
     sync,
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
-from connector.reader.source.timekeeping import TimeKeeping, is_late
+from connector.reader.source.timekeeping import TimeKeeping, is_late, rose
 from connector.timestamps import END_OF_TIME
 
 __all__ = ["EventReader"]
@@ -55,10 +59,20 @@ class _SegmentInput:
     events (the store's floor) counts, so a writer that joined within the
     read, before its events or after them, holds the group back from the
     read's first event on.
+
+    Its name goes into ``moved`` when it is made and whenever a read is
+    absorbed or an event taken, so the reader looks again only at the
+    segments that moved.
     """
 
     def __init__(
-        self, segment: str, offset: int, watermark: int, end: int | None, event_time: int | None
+        self,
+        segment: str,
+        offset: int,
+        watermark: int,
+        end: int | None,
+        event_time: int | None,
+        moved: set[str],
     ):
         self.segment = segment
         self.consumed_offset = offset
@@ -73,17 +87,30 @@ class _SegmentInput:
         self.end_of_segment = False
         self.successors: tuple[str, ...] = ()
         self.inflight: Future[ReadResult] | None = None
+        self._moved = moved
+        moved.add(segment)
 
     @property
     def reached_end_cut(self) -> bool:
         return self.end is not None and self.fetch_offset >= self.end
 
     @property
+    def position(self) -> tuple[int, int, int | None]:
+        """What was consumed: the offset, and the watermark and writers' event time there."""
+        return self.consumed_offset, self.consumed_watermark, self.consumed_event_time
+
+    @property
     def drained(self) -> bool:
         """Read to its end (seal or end cut) and every event consumed."""
         return not self.frames and (self.end_of_segment or self.reached_end_cut)
 
+    @property
+    def successors_to_start(self) -> tuple[str, ...]:
+        """The successors its finish brings in: those of its seal (none at an end cut)."""
+        return self.successors if self.end_of_segment else ()
+
     def absorb(self, result: ReadResult) -> None:
+        self._moved.add(self.segment)
         if result.data:
             self.frames.extend(iter_frames(result.data, result.offset))
         self.fetch_offset = result.next_offset
@@ -101,6 +128,7 @@ class _SegmentInput:
             self.consumed_event_time = self.buffer_event_time
 
     def take(self) -> Frame:
+        self._moved.add(self.segment)
         frame = self.frames.popleft()
         self.consumed_offset = frame.end
         after = watermark_after(self.buffer_watermark, frame.ingestion_time, not self.frames)
@@ -148,7 +176,14 @@ class EventReader(Generic[T]):
         self._lease_ms = lease_ms
         self._sync_interval_s = sync_interval_ms / 1000
         self._inputs: dict[str, _SegmentInput] = {}
-        self._rotation: collections.deque[str] = collections.deque()
+        # What follows the held segments' moves, brought up to date by _note_moves:
+        self._moved: set[str] = set()  # held segments that moved since last looked at
+        self._unreported: set[str] = set()  # moved since the group's state last took them
+        self._drained: set[str] = set()  # read to their ends, every event consumed
+        self._ready: list[str] = []  # with events buffered, sorted: the round robin's order
+        self._served: str | None = None  # the round robin goes on after it (None: from the start)
+        group_time = self._time.group_time
+        self._group_time = None if group_time is None else GroupTimeTracker(group_time)
         self._state = GroupState()
         self._generation = group.record().generation
         self._last_sync = -math.inf
@@ -157,8 +192,6 @@ class EventReader(Generic[T]):
             f"reader {reader_id!r} writing its position to group {group.name!r}", _log
         )
         self._last_emitted: int | None = None
-        # The inputs of the last emission check.
-        self._watermarks_seen: dict[str, int | None] | None = None
         self._closed = False  # no more reads
         self._left = False  # the group no longer lists this reader
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tidemark-{reader_id}")
@@ -191,6 +224,11 @@ class EventReader(Generic[T]):
             TruncatedError: the stream was truncated past this reader's
                 position; the error names the segment and its first readable
                 offset (reset the group, e.g. to the earliest position, to go on).
+            DataLossError: the next event of a held segment fails its
+                checksum (every event before it was returned); the error names
+                the segment and offset, and every later call raises it again.
+            StoreUnavailableError: the store, or the cluster behind it, could
+                not store the group's state (a JetStream cluster without a quorum).
         """
         if self._closed:
             msg = f"reader {self.reader_id!r} is closed"
@@ -199,6 +237,7 @@ class EventReader(Generic[T]):
         deadline = time.monotonic() + timeout_s
         while True:
             self._absorb_finished_reads()
+            self._note_moves()
             if self._sync_due():
                 self._sync()
             watermark = self._watermark_to_emit()
@@ -280,45 +319,77 @@ class EventReader(Generic[T]):
     # --- events and watermarks ----------------------------------------------------
 
     def _next_event(self) -> EventRead[T] | None:
-        for _ in range(len(self._rotation)):
-            segment = self._rotation[0]
-            self._rotation.rotate(-1)
+        """The next buffered event, round robin over the held segments in name order.
+
+        The round robin goes on after the segment the last event came from
+        and starts again from the first name after each sync.
+        """
+        ready = self._ready
+        while ready:
+            at = 0 if self._served is None else bisect.bisect_right(ready, self._served)
+            segment = ready[at % len(ready)]
             source = self._inputs[segment]
-            if source.frames:
-                frame = source.frames[0]
-                event = self._serializer.deserialize(frame.payload)
-                event_time = self.config.timestamp_assigner.extract_timestamp(
-                    event, frame.ingestion_time
-                )
-                source.take()
-                return EventRead.of_event(
-                    event,
-                    event_time,
-                    frame.ingestion_time,
-                    Position(segment, frame.offset),
-                    frame.routing_key,
-                    late=bool(is_late(event_time, self._last_emitted)),
-                )
+            if not source.frames:  # taken since it was noted
+                ready.remove(segment)
+                continue
+            frame = source.frames[0]
+            event = self._serializer.deserialize(frame.payload)
+            event_time = self.config.timestamp_assigner.extract_timestamp(
+                event, frame.ingestion_time
+            )
+            source.take()
+            self._served = segment
+            return EventRead.of_event(
+                event,
+                event_time,
+                frame.ingestion_time,
+                Position(segment, frame.offset),
+                frame.routing_key,
+                late=bool(is_late(event_time, self._last_emitted)),
+            )
         return None
 
     def _watermark_to_emit(self) -> int | None:
         """The watermark to yield now, from the last synced state and this reader's own positions.
 
-        Recomputed only when a held segment's watermark or the synced state changed.
+        The group's time is kept up to date as positions move and syncs
+        come (:class:`GroupTimeTracker`), so this costs nothing per segment.
         """
-        if not self._time.has_watermarks:
+        if self._group_time is None:
             return None
-        kept = self._time.kept
-        fresher = {
-            s: kept(i.consumed_watermark, i.consumed_event_time) for s, i in self._inputs.items()
-        }
-        if fresher == self._watermarks_seen:
+        watermark = self._time.watermark_of(self._group_time.least(), self._state.is_done)
+        if not rose(watermark, self._last_emitted):
             return None
-        self._watermarks_seen = fresher
-        watermark = self._time.emitted(self._state, self._last_emitted, fresher)
-        if watermark is not None:
-            self._last_emitted = watermark
+        self._last_emitted = watermark
         return watermark
+
+    def _note_moves(self) -> None:
+        """Brings what follows the held segments up to date with the ones that moved.
+
+        Only those are looked at: which are drained and which have events
+        buffered, their times in the group's, and that the next sync
+        reports them.
+        """
+        kept = self._time.kept
+        for segment in self._moved:
+            source = self._inputs.get(segment)
+            if source is None:
+                continue  # released
+            if source.drained:
+                self._drained.add(segment)
+            else:
+                self._drained.discard(segment)
+            at = bisect.bisect_left(self._ready, segment)
+            listed = at < len(self._ready) and self._ready[at] == segment
+            if source.frames and not listed:
+                self._ready.insert(at, segment)
+            elif listed and not source.frames:
+                del self._ready[at]
+            if self._group_time is not None:
+                fresher = kept(source.consumed_watermark, source.consumed_event_time)
+                self._group_time.set_fresher(segment, fresher)
+        self._unreported |= self._moved
+        self._moved.clear()
 
     # --- reads ------------------------------------------------------------------
 
@@ -353,16 +424,13 @@ class EventReader(Generic[T]):
                 future, source.inflight = source.inflight, None
                 source.absorb(future.result())
 
-    def _has_drained_inputs(self) -> bool:
-        return any(s.drained for s in self._inputs.values())
-
     # --- the group ----------------------------------------------------------------
 
-    def _positions(self) -> dict[str, tuple[int, int, int | None]]:
-        return {
-            s: (i.consumed_offset, i.consumed_watermark, i.consumed_event_time)
-            for s, i in self._inputs.items()
-        }
+    def _positions(self, segments: Iterable[str] | None = None) -> Positions:
+        """The consumed positions of ``segments`` (default: every held segment)."""
+        inputs = self._inputs
+        chosen = inputs if segments is None else segments
+        return {s: inputs[s].position for s in chosen if s in inputs}
 
     def _sync_due(self) -> bool:
         """Whether to sync now: every interval, or at once when a held segment is drained.
@@ -373,7 +441,7 @@ class EventReader(Generic[T]):
         refused = self._sync_refused_at
         if refused is not None and now - refused < self._sync_interval_s:
             return False
-        return self._has_drained_inputs() or now - self._last_sync >= self._sync_interval_s
+        return bool(self._drained) or now - self._last_sync >= self._sync_interval_s
 
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances.
@@ -381,12 +449,15 @@ class EventReader(Generic[T]):
         When the store is out of space for the write, the reader carries on
         with the segments and positions it has (the write is tried again
         later); a reader that has not joined yet has none, so it raises.
+        Only the positions that moved since the last sync are sent: the
+        group's state holds the others already (only a segment's holder
+        moves its position).
         """
-        positions = self._positions()
+        self._note_moves()
+        positions = self._positions(self._unreported)
         finished = {
-            s: successors_of(self._client, s, i.successors if i.end_of_segment else ())
-            for s, i in self._inputs.items()
-            if i.drained
+            s: successors_of(self._client, s, self._inputs[s].successors_to_start)
+            for s in sorted(self._drained)
         }
         me, generation, lease_ms = self.reader_id, self._generation, self._lease_ms
 
@@ -415,15 +486,28 @@ class EventReader(Generic[T]):
         self._sync_refused_at = None
         self._sync_failures.succeeded()
         self._last_sync = time.monotonic()
+        self._unreported.clear()
         self._state = record.state
-        self._watermarks_seen = None  # the group may have moved: check again
-        held = set(record.segments_of(me))
-        for segment in list(self._inputs):
-            if segment not in held:
-                del self._inputs[segment]  # released: a read in flight is ignored
-        for segment in held - set(self._inputs):
+        if self._group_time is not None:
+            self._group_time.follow(record.state)
+        held = {segment for segment, reader in record.assignments.items() if reader == me}
+        for segment in self._inputs.keys() - held:
+            self._release(segment)
+        for segment in held - self._inputs.keys():
             cursor = record.state.cursors[segment]
             self._inputs[segment] = _SegmentInput(
-                segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time
+                segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time, self._moved
             )
-        self._rotation = collections.deque(sorted(self._inputs))
+        self._served = None
+        self._note_moves()
+
+    def _release(self, segment: str) -> None:
+        """Gives up a held segment: a read of it in flight is ignored."""
+        del self._inputs[segment]
+        self._drained.discard(segment)
+        self._unreported.discard(segment)
+        at = bisect.bisect_left(self._ready, segment)
+        if at < len(self._ready) and self._ready[at] == segment:
+            del self._ready[at]
+        if self._group_time is not None:
+            self._group_time.drop_fresher(segment)

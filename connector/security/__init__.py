@@ -3,16 +3,18 @@
 - :class:`ClientCredentials` (and :func:`split_uri`): what a client presents;
 - :class:`ServerTls`, :class:`TokenTable`, :class:`TokenInterceptor`: what a
   server checks;
-- :func:`need_of` and :class:`Right`: which right each call needs on which scope.
+- :func:`need_of`, :func:`needs_of` and :class:`Right`: which right each call needs on
+  which scope; :func:`caller`: who the call being answered is from.
 """
 
 from connector.security.credentials import TOKEN_METADATA_KEY, ClientCredentials, split_uri
-from connector.security.interceptor import TokenInterceptor, check_call
+from connector.security.interceptor import TokenInterceptor, caller, check_call
 from connector.security.rights import (
     ANY_SCOPE,
     Need,
     Right,
     need_of,
+    needs_of,
     parse_grant,
     scope_of_state_key,
 )
@@ -29,9 +31,11 @@ __all__ = [
     "ServerTls",
     "TokenInterceptor",
     "TokenTable",
+    "caller",
     "check_call",
     "hash_token",
     "need_of",
+    "needs_of",
     "new_token",
     "parse_grant",
     "scope_of_state_key",

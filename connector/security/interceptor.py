@@ -12,6 +12,7 @@ reflection) pass without a token.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -21,15 +22,29 @@ import grpc
 
 from connector.errors import quoted
 from connector.security.credentials import TOKEN_METADATA_KEY
-from connector.security.rights import need_of, needs_token
+from connector.security.rights import needs_of, needs_token
 from connector.security.tokens import Principal, TokenTable
 
-__all__ = ["TokenInterceptor", "authenticate", "authorize", "check_call"]
+__all__ = ["TokenInterceptor", "authenticate", "authorize", "caller", "check_call"]
 
 _log = logging.getLogger("connector.security")
 
 #: Why a call is refused: its status and message.
 Refusal = tuple[grpc.StatusCode, str]
+
+#: Who the call being answered is from (None: a server without tokens).
+_CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "tidemark_caller", default=None
+)
+
+
+def caller() -> Principal | None:
+    """Who the call being answered (on this task) is from; None on a server without tokens.
+
+    For a handler that checks a right again on what it answers (a fetch
+    session answers segments its caller named in earlier calls).
+    """
+    return _CALLER.get()
 
 
 def _token(metadata: Any) -> str | None:
@@ -55,9 +70,12 @@ def authenticate(tokens: TokenTable, metadata: Any) -> Principal | Refusal:
 
 
 def authorize(principal: Principal, method: str, request: Any) -> Refusal | None:
-    """Why ``principal`` may not make this call (``PERMISSION_DENIED``), or None when it may."""
-    need = need_of(method, request)
-    if need is None or principal.allows(need):
+    """Why ``principal`` may not make this call (``PERMISSION_DENIED``), or None when it may.
+
+    A call of many items needs the right on every scope it names.
+    """
+    need = next((n for n in needs_of(method, request) if not principal.allows(n)), None)
+    if need is None:
         return None
     name = method.rpartition("/")[2]
     scope = "every scope" if need.scope == "*" else f"scope {quoted(need.scope)}"
@@ -112,6 +130,7 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
             refusal = authorize(who, method, request)
             if refusal is not None:
                 await context.abort(*refusal)
+            _CALLER.set(who)
             answer = inner(request, context)
             return await answer if inspect.isawaitable(answer) else answer
 

@@ -17,12 +17,19 @@ a right on ``*`` covers every scope.
 
 Deleting a reader group (its state) needs ``read``, as every other change of
 the group's state does: whoever takes part in a group can reset it anyway.
+
+A call of many items (``DescribeTails``, ``ReadSegments``, ``PlanReads``)
+needs the right on the scope of each item it names, as the call for that
+item alone would (:func:`needs_of`); one that names none touches nothing
+and needs only a valid token (a fetch session's later calls read only what
+its caller named before, and the server checks the caller's right again on
+every segment it answers with).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +42,7 @@ __all__ = [
     "Need",
     "Right",
     "need_of",
+    "needs_of",
     "needs_token",
     "parse_grant",
     "scope_of_state_key",
@@ -87,6 +95,19 @@ _RULES: Mapping[str, tuple[Right, str, str]] = {
 }
 
 
+# Calls of many items: method -> (right, the segment or stream names of a request's items,
+# how each names its scope).
+_MANY_RULES: Mapping[str, tuple[Right, Callable[[Any], Iterable[str]], str]] = {
+    "DescribeTails": (Right.READ, lambda r: (s.scope for s in r.streams), "scope"),
+    "ReadSegments": (
+        Right.READ,
+        lambda r: [*(c.segment for c in r.cursors), *r.released],
+        "segment",
+    ),
+    "PlanReads": (Right.READ, lambda r: (p.segment for p in r.plans), "segment"),
+}
+
+
 def parse_grant(text: str) -> tuple[str, tuple[str, ...]]:
     """``(scope, rights)`` of a grant written ``SCOPE=RIGHT[,RIGHT...]`` (``iot=read,write``).
 
@@ -117,20 +138,41 @@ def needs_token(method: str) -> bool:
 
 
 def need_of(method: str, request: Any) -> Need | None:
-    """The right ``method`` (a gRPC method path or name) needs for ``request``.
+    """The right ``method`` (a gRPC method path or name) of one item needs for ``request``.
 
     None for a method outside the store's service (health checks, reflection),
     which needs no right. A method of the store that has no rule here needs
     ``manage`` on every scope, so a new call is closed until it is given a rule.
+    For a call of many items, the first of :func:`needs_of` (None: it names none).
+    """
+    needs = needs_of(method, request)
+    return needs[0] if needs else None
+
+
+def needs_of(method: str, request: Any) -> tuple[Need, ...]:
+    """Every right ``method`` needs for ``request``, each scope once; empty: none.
+
+    A call of many items needs the right on the scope of each item it names
+    (none when it names none); a call of one, the one :func:`need_of` says.
     """
     if not needs_token(method):
-        return None
+        return ()
     name = method.rpartition("/")[2]
+    many = _MANY_RULES.get(name)
+    if many is not None:
+        right, names, kind = many
+        scopes = dict.fromkeys(_scope(kind, str(value)) for value in names(request))
+        return tuple(Need(right, scope) for scope in scopes)
     rule = _RULES.get(name)
     if rule is None:
-        return Need(Right.MANAGE, ANY_SCOPE)
+        return (Need(Right.MANAGE, ANY_SCOPE),)
     right, field, kind = rule
     value = str(getattr(request, field, "")) if field else ""
+    return (Need(right, _scope(kind, value)),)
+
+
+def _scope(kind: str, value: str) -> str:
+    """The scope a request field's ``value`` names, by the rule's ``kind``."""
     if kind == "every":
         scope = ANY_SCOPE
     elif kind == "scope":
@@ -139,4 +181,4 @@ def need_of(method: str, request: Any) -> Need | None:
         scope = value.split("/", 1)[0]
     else:
         scope = scope_of_state_key(value)
-    return Need(right, scope or ANY_SCOPE)
+    return scope or ANY_SCOPE

@@ -2,7 +2,9 @@
 
 - :mod:`.store_server`: :class:`StoreServer`, a store and its gRPC server on an event loop.
 - :mod:`.servicer`: the async servicer, a thin layer over a :class:`~connector.store.Storage`.
-- :mod:`.parked_reads`: reads waiting at a tail without a thread, capped per connection.
+- :mod:`.parked_reads`: calls waiting without a thread for a change, capped per connection.
+- :mod:`.many_segments`: DescribeTails, ReadSegments and PlanReads, over many segments a call.
+- :mod:`.fetch_sessions`: ReadSegments' fetch sessions, their cursors, epochs and limits.
 - :mod:`.status` and :mod:`.messages`: errors as statuses, answers as messages.
 - :mod:`.cli`: ``python -m connector.server`` and ``tidemark-server``.
 """

@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from connector.clock import Clock, SystemClock
-from connector.errors import DataDirLockedError, InvalidArgumentError, StoreUnavailableError
+from connector.errors import (
+    DataDirDamagedError,
+    DataDirLockedError,
+    InvalidArgumentError,
+    StoreUnavailableError,
+)
 from connector.security import ServerTls, TokenTable
+from connector.server.fetch_sessions import FetchLimits
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION
 from connector.server.store_server import StoreServer
 from connector.store import StorageConfig, StoreConfig
@@ -36,6 +42,15 @@ from connector.store.jetstream import JetStreamConfig
 __all__ = ["main"]
 
 _log = logging.getLogger("connector.server")
+
+
+#: The fetch session limits (FetchLimits' fields, flags --max-fetch-...), and what each bounds.
+_FETCH_FLAGS = {
+    "sessions": "ReadSegments fetch sessions open on the server",
+    "sessions_per_connection": "fetch sessions of one connection",
+    "session_segments": "segments one fetch session follows",
+    "cursors": "segments followed over every fetch session, about a kilobyte of memory each",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +100,30 @@ def _parser() -> argparse.ArgumentParser:
             f"with RESOURCE_EXHAUSTED (default {DEFAULT_PARKED_READS_PER_CONNECTION})"
         ),
     )
+    limits = parser.add_argument_group("limits")
+    limits.add_argument(
+        "--max-segments",
+        type=int,
+        default=100_000,
+        help="segments the store holds at most, sealed ones too (default 100000)",
+    )
+    limits.add_argument(
+        "--max-segments-per-stream",
+        type=int,
+        help=(
+            "open segments one stream may have: a creation or a scale past it is refused "
+            "(default 16384; 999, the most, on JetStream)"
+        ),
+    )
+    fetch = FetchLimits()
+    for name, what in _FETCH_FLAGS.items():
+        default = getattr(fetch, name)
+        limits.add_argument(
+            f"--max-fetch-{name.replace('_', '-')}",
+            type=int,
+            default=default,
+            help=f"{what} (default {default})",
+        )
     parser.add_argument(
         "--pid-file",
         metavar="FILE",
@@ -167,12 +206,16 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
         "writer_idle_timeout_ms": args.writer_idle_timeout_ms,
+        "max_segments": args.max_segments,
     }
+    if args.max_segments_per_stream is not None:
+        values["max_segments_per_stream"] = args.max_segments_per_stream
     if (args.tls_cert is None) != (args.tls_key is None):
         _refuse("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
         _refuse("--tls-client-ca needs --tls-cert and --tls-key")
     try:
+        fetch_limits = FetchLimits(**{n: getattr(args, f"max_fetch_{n}") for n in _FETCH_FLAGS})
         tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
         tokens = TokenTable(args.token_file) if args.token_file else None
         return StoreServer(
@@ -183,13 +226,18 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
             allow_unauthenticated=args.allow_unauthenticated,
             metrics_listen=args.metrics_listen,
             max_parked_reads_per_connection=args.max_parked_reads_per_connection,
+            fetch_limits=fetch_limits,
         )
     except DataDirLockedError as error:
         _refuse(str(error), DATA_DIR_LOCKED_EXIT)
+    except DataDirDamagedError as error:
+        _refuse(str(error), DATA_DIR_DAMAGED_EXIT)
     except InvalidArgumentError as error:
         message = str(error)
         # The store and the server name their fields: say the flags instead.
-        for name in [*values, "max_parked_reads_per_connection"]:
+        fetch_flags = [f"max_fetch_{n}" for n in _FETCH_FLAGS]
+        names = [*values, "max_parked_reads_per_connection", *fetch_flags]
+        for name in sorted(names, key=len, reverse=True):  # a name inside a longer one last
             message = message.replace(name, "--" + name.replace("_", "-"))
         for name, flag in _JETSTREAM_FLAGS.items():
             message = message.replace(name, flag)
@@ -200,6 +248,9 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
 
 #: The exit code of a start refused because the JetStream cluster cannot be reached.
 CLUSTER_UNAVAILABLE_EXIT = 4
+
+#: The exit code of a start refused because the data dir is damaged beyond a torn tail.
+DATA_DIR_DAMAGED_EXIT = 5
 
 #: The JetStream store's settings by the flags that set them.
 _JETSTREAM_FLAGS = {
@@ -262,7 +313,9 @@ def _remove_pid_file(path: str) -> None:
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> None:
     """Runs the server until SIGTERM or SIGINT.
 
-    Exits with 2 on a bad argument, 3 when another store holds the data dir.
+    Exits with 2 on a bad argument, 3 when another store holds the data dir, 4 when
+    the JetStream cluster cannot be reached, 5 when the data dir is damaged (the
+    message names the file and the offset; nothing was cut).
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -1,11 +1,14 @@
-"""Reads parked at a segment's tail on the server's event loop, capped per connection.
+"""Calls parked on the server's event loop until there is something to answer, per connection.
 
-A parked read holds no thread: it waits on an :class:`asyncio.Event` that the
-store sets (through :meth:`Storage.watch_tail`) once there is something
-to answer. Each connection may park at most ``per_connection`` reads at once;
-one more is refused with :class:`ResourceExhaustedError`, so one client
-cannot pile up unbounded waits. Closing releases every parked read at once,
-so a stopping server answers them instead of holding its grace period.
+A parked call holds no thread: it waits on an :class:`asyncio.Event` that the
+store sets (through :meth:`Storage.watch_tail`, or a listener of many
+segments) once there is something to answer: a read at a segment's tail, a
+fetch session's call over many segments, a wait for streams' tails to change.
+Each connection may park at most ``per_connection`` calls at once (a fetch
+session's call counts once, whatever the segments it waits on); one more is
+refused with :class:`ResourceExhaustedError`, so one client cannot pile up
+unbounded waits. Closing releases every parked call at once, so a stopping
+server answers them instead of holding its grace period.
 
 Used only from the event loop's thread, so it needs no lock.
 """
@@ -13,6 +16,7 @@ Used only from the event loop's thread, so it needs no lock.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -33,11 +37,12 @@ class ParkedReads:
             raise InvalidArgumentError(msg)
         self.per_connection = per_connection
         self._by_connection: dict[str, set[asyncio.Event]] = {}
+        self._by_method: Counter[str] = Counter()
         self._closed = False
 
     @contextmanager
-    def parked(self, connection: str) -> Iterator[asyncio.Event]:
-        """A wake-up event for one more read of ``connection``, for the ``with`` block.
+    def parked(self, connection: str, method: str = "ReadSegment") -> Iterator[asyncio.Event]:
+        """A wake-up event for one more parked call of ``connection``, for the ``with`` block.
 
         The event is already set once :meth:`close` was called.
 
@@ -49,24 +54,36 @@ class ParkedReads:
         if len(parked) >= self.per_connection:
             msg = (
                 f"connection {quoted(connection)} already has {len(parked)} reads waiting at "
-                f"segment tails, the most one connection may park; read again once one "
-                f"returns, or read without waiting"
+                f"segment tails (a call over many segments counts once), the most one "
+                f"connection may park (tidemark-server --max-parked-reads-per-connection); "
+                f"read again once one returns, or read without waiting"
             )
             raise ResourceExhaustedError(msg, cause="parked_reads_limit")
         woken = asyncio.Event()
         if self._closed:
             woken.set()
         parked.add(woken)
+        self._by_method[method] += 1
         try:
             yield woken
         finally:
+            self._by_method[method] -= 1
             parked.discard(woken)
             if not parked:
                 del self._by_connection[connection]
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the server is stopping)."""
+        return self._closed
+
     def count(self) -> int:
-        """How many reads are parked now, over every connection."""
+        """How many calls are parked now, over every connection."""
         return sum(len(parked) for parked in self._by_connection.values())
+
+    def by_method(self) -> dict[str, int]:
+        """How many calls of each method are parked now (methods that parked one once)."""
+        return dict(self._by_method)
 
     def close(self) -> None:
         """Wakes every parked read, and every later one at once."""

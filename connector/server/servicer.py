@@ -1,13 +1,15 @@
 """The store's gRPC service on an event loop: a thin async servicer over a :class:`Storage`.
 
 The servicer converts messages to domain calls and domain errors to status
-codes; it holds no state of its own beyond the parked reads. The store's
-calls block (a change waits for its group's fsync), so each runs on a thread
-pool, one for changes and one for reads: an append never queues behind
-reads, nor a read behind appends. A read that waits at a segment's tail
-holds no thread at all: it parks on the event loop (:mod:`.parked_reads`)
-until the store says there is something to answer, the wait ends, or the
-client goes away, which withdraws it at once.
+codes; it holds no state of its own beyond the parked reads and the fetch
+sessions. The store's calls block (a change waits for its group's fsync), so
+each runs on a thread pool, one for changes and one for reads: an append
+never queues behind reads, nor a read behind appends. A read that waits at a
+segment's tail holds no thread at all: it parks on the event loop
+(:mod:`.parked_reads`) until the store says there is something to answer,
+the wait ends, or the client goes away, which withdraws it at once. The
+calls over many segments (DescribeTails, ReadSegments, PlanReads) are
+answered by :mod:`.many_segments`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from connector._wire import MAX_READ_BYTES
 from connector.errors import TidemarkError
 from connector.model import Assertion, Fence, ReadResult
 from connector.ops import StoreMetrics
-from connector.server.messages import state_message, stream_message
+from connector.server.fetch_sessions import FetchSessions
+from connector.server.many_segments import ManySegments
+from connector.server.messages import plan_message, read_message, state_message, stream_message
 from connector.server.parked_reads import ParkedReads
 from connector.server.status import error_metadata, shortened, status_of
 from connector.store import Storage
@@ -68,12 +72,14 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         changes: ThreadPoolExecutor,
         reads: ThreadPoolExecutor,
         parked: ParkedReads,
+        sessions: FetchSessions | None = None,
     ):
         self._store = store
         self._metrics = metrics
         self._changes = changes
         self._reads = reads
         self._parked = parked
+        self._many = ManySegments(store, self._look, parked, sessions or FetchSessions(), _abort)
 
     async def _run(
         self,
@@ -88,6 +94,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
                 pool, functools.partial(work, *args)
             )
         except TidemarkError as error:
+            self._metrics.data_loss_met(error)
             await _abort(context, error)
             raise  # unreachable: abort raises
 
@@ -196,17 +203,7 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             if request.wait_ms > 0 and _nothing_to_answer_yet(result, known):
                 await self._park(context, request.segment, request.offset, known, request.wait_ms)
                 result = await self._look(context, read, known)
-        return _pb.ReadResponse(
-            segment=result.segment,
-            offset=result.offset,
-            next_offset=result.next_offset,
-            data=result.data,
-            watermark=result.watermark,
-            end_of_segment=result.end_of_segment,
-            successors=result.successors,
-            event_time_watermark=result.event_time_watermark,
-            event_time_floor=result.event_time_floor,
-        )
+        return read_message(result)
 
     async def _park(
         self,
@@ -249,17 +246,16 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             request.max_bytes or None,
             request.before_time if request.HasField("before_time") else None,
         )
-        return _pb.PlanReadResponse(
-            segment=plan.segment,
-            offset=plan.offset,
-            next_offset=plan.next_offset,
-            events=plan.events,
-            watermark=plan.watermark,
-            end_of_segment=plan.end_of_segment,
-            at_tail=plan.at_tail,
-            successors=plan.successors,
-            event_time_watermark=plan.event_time_watermark,
-        )
+        return plan_message(plan)
+
+    async def PlanReads(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        return await self._many.plan_reads(request, context)
+
+    async def DescribeTails(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        return await self._many.describe_tails(request, context)
+
+    async def ReadSegments(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+        return await self._many.read_segments(request, context)
 
     async def TruncateStream(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         result = await self._change(

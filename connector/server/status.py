@@ -6,13 +6,16 @@ import grpc
 
 from connector._wire import (
     CAUSE_KEY,
+    DAMAGED_OFFSET_KEY,
     ERROR_KIND_KEY,
     ERROR_STATUS,
     FIRST_OFFSET_KEY,
+    NEXT_OFFSET_KEY,
     SEALED_SEGMENT_KEY,
     SUCCESSORS_KEY,
 )
 from connector.errors import (
+    DataLossError,
     ResourceExhaustedError,
     SegmentSealedError,
     TidemarkError,
@@ -38,7 +41,8 @@ def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
 
     Every error sends its class name; a SegmentSealedError also sends its
     segment and successors (comma-separated), a TruncatedError its segment
-    and first readable offset, a ResourceExhaustedError its cause.
+    and first readable offset, a ResourceExhaustedError its cause, a
+    DataLossError its segment, the damaged offset and where its append ends.
     """
     metadata = ((ERROR_KIND_KEY, type(error).__name__),)
     if isinstance(error, SegmentSealedError):
@@ -53,6 +57,12 @@ def error_metadata(error: TidemarkError) -> tuple[tuple[str, str], ...]:
         )
     if isinstance(error, ResourceExhaustedError):
         metadata += ((CAUSE_KEY, error.cause),)
+    if isinstance(error, DataLossError):
+        metadata += (
+            (SEALED_SEGMENT_KEY, error.segment),
+            (DAMAGED_OFFSET_KEY, str(error.offset)),
+            (NEXT_OFFSET_KEY, str(error.next_offset)),
+        )
     return metadata
 
 

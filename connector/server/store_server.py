@@ -18,6 +18,7 @@ from connector.background import TaskStatus
 from connector.errors import InvalidArgumentError
 from connector.ops import HealthReporter, StoreMetrics, add_reflection
 from connector.security import ServerTls, TokenInterceptor, TokenTable
+from connector.server.fetch_sessions import FetchLimits, FetchSessions
 from connector.server.parked_reads import DEFAULT_PARKED_READS_PER_CONNECTION, ParkedReads
 from connector.server.request_decoding import DecodingInterceptor, UndecodableRequests
 from connector.server.servicer import SegmentStoreServicer
@@ -64,7 +65,9 @@ class StoreServer:
     threads each, one for changes and one for reads, so an append never
     queues behind reads. A read waiting at a segment's tail holds no thread;
     each connection may have ``max_parked_reads_per_connection`` such reads
-    at once, and one more is refused with RESOURCE_EXHAUSTED.
+    at once (a call over many segments counts once), and one more is
+    refused with RESOURCE_EXHAUSTED. ``fetch_limits`` bounds the fetch
+    sessions of ReadSegments (:class:`~connector.server.fetch_sessions.FetchLimits`).
 
     Security: with ``tls`` the port speaks TLS only (plaintext clients are
     refused at the handshake); with ``tokens`` every call of the store's
@@ -91,6 +94,7 @@ class StoreServer:
         allow_unauthenticated: bool = False,
         metrics_listen: str | None = None,
         max_parked_reads_per_connection: int = DEFAULT_PARKED_READS_PER_CONNECTION,
+        fetch_limits: FetchLimits | None = None,
     ):
         if config.max_event_size > MAX_READ_BYTES:
             msg = (
@@ -106,14 +110,18 @@ class StoreServer:
             )
             raise InvalidArgumentError(msg)
         self._parked = ParkedReads(max_parked_reads_per_connection)
+        self.sessions = FetchSessions(fetch_limits)
         #: Requests refused because their bytes did not decode (reported in rate-limited lines).
         self.undecodable = UndecodableRequests()
         self.tokens = tokens
         self.tls = tls
         credentials = tls.credentials() if tls is not None else None
         self.store = open_storage(config)
-        self.health = HealthReporter(self.store)
+        self.health = HealthReporter(
+            self.store, data_intact=lambda: not self.metrics.data_loss.found
+        )
         self.metrics = StoreMetrics(self.store, self.background_status)
+        self.metrics.watch_calls(self.sessions.counts, self._parked.by_method)
         self._metrics_listen = metrics_listen
         self.metrics_address: str | None = None
         self._changes = ThreadPoolExecutor(max_workers, thread_name_prefix="tidemark-change")
@@ -154,7 +162,7 @@ class StoreServer:
             options=[*GRPC_OPTIONS, *SERVER_METADATA_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         servicer = SegmentStoreServicer(
-            self.store, self.metrics, self._changes, self._reads, self._parked
+            self.store, self.metrics, self._changes, self._reads, self._parked, self.sessions
         )
         _pb_grpc.add_SegmentStoreServicer_to_server(servicer, self._server)
         self.health.add_to(self._server)
@@ -229,6 +237,7 @@ class StoreServer:
         await self.health.stop()
         self._parked.close()
         await self._server.stop(grace_s)
+        self.sessions.close_all()
 
     def background_status(self) -> list[TaskStatus]:
         """How each background task of the server is doing: the store's, and the health watcher."""

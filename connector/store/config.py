@@ -26,8 +26,15 @@ class StorageConfig:
         max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
-        max_segments: how many segments the store holds at most; a creation
-            or a scale that would pass it fails with RESOURCE_EXHAUSTED.
+        max_segments: how many segments the store holds at most, sealed ones
+            too; a creation or a scale that would pass it fails with
+            RESOURCE_EXHAUSTED (cause ``segment_limit``).
+        max_segments_per_stream: how many open segments one stream may have:
+            a creation with more, or a scale that would leave it more, fails
+            with RESOURCE_EXHAUSTED (cause ``stream_segment_limit``). The
+            store's costs per open segment are a few hundred bytes of memory
+            and an idle tick every ``max_watermark_lag_ms``; a reader's, one
+            cursor of its fetch session (see docs/operating.md, "Limits").
         writer_idle_timeout_ms: a writer that asserted event time and then
             neither writes nor asserts for this long is marked idle by the
             store, so it stops holding the event-time watermark back (0:
@@ -39,6 +46,7 @@ class StorageConfig:
     polling_period_ms: int | None = 1_000
     max_event_size: int = 1024 * 1024
     max_segments: int = 100_000
+    max_segments_per_stream: int = 16_384
     writer_idle_timeout_ms: int = 60_000
 
     def __post_init__(self) -> None:
@@ -52,6 +60,7 @@ class StorageConfig:
             msg = f"max_event_size must be > 0, got {self.max_event_size!r}"
             raise InvalidArgumentError(msg)
         _check_positive(self, "max_segments")
+        _check_positive(self, "max_segments_per_stream")
         timeout = self.writer_idle_timeout_ms
         if not isinstance(timeout, int) or timeout < 0:
             msg = f"writer_idle_timeout_ms must be >= 0 (0: never), got {timeout!r}"

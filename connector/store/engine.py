@@ -37,6 +37,7 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from connector.background import TaskStatus
 from connector.model import AppendResult, ReplicaState, StreamDescription
+from connector.store.changes import StreamChanges
 from connector.store.config import StorageConfig, StoreObserver
 from connector.store.published import PublishedSegment
 from connector.store.records import Record, StreamCreated, StreamTruncated
@@ -154,6 +155,10 @@ class Engine(Protocol[S]):
 
     def describe(self, scope: str, stream: str) -> StreamDescription:
         """The stream's segments, lineage and epochs, with every change made before the call."""
+        ...
+
+    def changes(self, scope: str, stream: str) -> StreamChanges[PublishedSegment]:
+        """The record of the stream's changes as this engine applied them, from memory."""
         ...
 
     def segment(self, name: str, offset: int = 0, known_watermark: int | None = None) -> S:

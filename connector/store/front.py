@@ -44,14 +44,16 @@ from connector.model import (
     SegmentInfo,
     StateValue,
     StreamDescription,
+    StreamTails,
     TruncationResult,
 )
 from connector.names import SegmentId, validate_name
 from connector.store.assertions import assertion_is_new, assertion_record, timeout_record
+from connector.store.changes import Listener
 from connector.store.config import StorageConfig, StoreObserver
 from connector.store.engine import Batch, Creation, Decide, Engine, Riding, Stored
 from connector.store.published import PublishedSegment
-from connector.store.reading import TailReaders, plan
+from connector.store.reading import FollowedSegment, TailReaders, plan
 from connector.store.records import (
     Record,
     StreamCreated,
@@ -139,7 +141,7 @@ class StoreFront(Generic[S]):
         """Creates a stream (see :meth:`Storage.create_stream`)."""
         validate_name("scope", scope)
         validate_name("stream", stream)
-        check_segment_count(segment_count)
+        check_segment_count(segment_count, self.config.max_segments_per_stream)
 
         def decide() -> StreamCreated:
             self._check_room(segment_count)
@@ -168,7 +170,8 @@ class StoreFront(Generic[S]):
         numbers = list(sealed_segments)
 
         def decide(entry: StreamEntry[S]) -> StreamScaled:
-            record = scale_record(entry, numbers, split_count, self._clock.now_ms())
+            now, most = self._clock.now_ms(), self.config.max_segments_per_stream
+            record = scale_record(entry, numbers, split_count, now, most)
             self._check_room(len(record.created))
             return record
 
@@ -219,8 +222,8 @@ class StoreFront(Generic[S]):
         limit = self.config.max_segments
         if held + new_segments > limit:
             msg = (
-                f"the store holds {held} segments and its limit is {limit}: "
-                f"{new_segments} more do not fit"
+                f"the store holds {held} segments and its limit is {limit} (max_segments; "
+                f"tidemark-server --max-segments): {new_segments} more do not fit"
             )
             raise ResourceExhaustedError(msg, cause="segment_limit")
 
@@ -363,6 +366,31 @@ class StoreFront(Generic[S]):
     ) -> Callable[[], None] | None:
         """Arranges for ``wake()`` once a read at the tail would return; holds no thread."""
         return self._readers.watch(self.engine.segment(segment), offset, known_watermark, wake)
+
+    def follow(
+        self, segment: str, offset: int, known_watermark: int | None, listener: Listener
+    ) -> FollowedSegment:
+        """Reads of one segment, told of its every change (see :meth:`Storage.follow`)."""
+        target = self.engine.segment(segment, offset, known_watermark)
+        return self._readers.follow(target, listener)
+
+    def describe_tails(
+        self, scope: str, stream: str, incarnation: int = 0, version: int = 0
+    ) -> StreamTails:
+        """The stream's segments changed after a version, from memory (see the seam's)."""
+        validate_name("scope", scope)
+        validate_name("stream", stream)
+        changes = self.engine.changes(scope, stream)
+        known = max(version, 0) if incarnation == changes.incarnation else 0
+        current, changed = changes.since(known)
+        tails = tuple(segment.tail() for segment in changed)
+        return StreamTails(scope, stream, changes.incarnation, current, known == 0, tails)
+
+    def listen_stream(self, scope: str, stream: str, listener: Listener) -> Callable[[], None]:
+        """Tells ``listener`` of every change of the stream's segments (see the seam's)."""
+        validate_name("scope", scope)
+        validate_name("stream", stream)
+        return self.engine.changes(scope, stream).listeners.add(listener)
 
     def plan_read(
         self,

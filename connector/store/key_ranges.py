@@ -7,10 +7,7 @@ from collections.abc import Sequence
 from connector.errors import InvalidArgumentError
 from connector.store.published import PublishedSegment
 
-__all__ = ["MAX_SEGMENTS_PER_SCALE", "even_ranges", "scale_ranges"]
-
-#: The most segments one creation or one split makes.
-MAX_SEGMENTS_PER_SCALE = 64
+__all__ = ["even_ranges", "scale_ranges"]
 
 
 def even_ranges(low: float, high: float, count: int) -> list[tuple[float, float]]:
@@ -24,15 +21,16 @@ def scale_ranges(
 ) -> list[tuple[float, float]]:
     """The key ranges of the successors of ``segments``.
 
-    One segment with ``split_count`` 2 to 64 is a split into even ranges;
-    several adjacent segments with ``split_count`` 0 are a merge into one.
+    One segment with ``split_count`` 2 or more is a split into even ranges
+    (the caller bounds it: the stream's limit of open segments); several
+    adjacent segments with ``split_count`` 0 are a merge into one.
 
     Raises:
         InvalidArgumentError: naming what is wrong with the request.
     """
     if len(segments) == 1:
-        if not 2 <= split_count <= MAX_SEGMENTS_PER_SCALE:
-            msg = f"a split needs split_count 2 to {MAX_SEGMENTS_PER_SCALE}, got {split_count!r}"
+        if split_count < 2:
+            msg = f"a split needs split_count 2 or more, got {split_count!r}"
             raise InvalidArgumentError(msg)
         return even_ranges(segments[0].key_low, segments[0].key_high, split_count)
     if len(segments) < 1:

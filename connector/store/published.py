@@ -12,6 +12,13 @@ without one through :meth:`watch_tail`) and check offsets against it. Its
 bytes come from :meth:`read_bytes`, which each storage provides: the file
 store reads its data file, the JetStream store the messages holding them.
 
+Every applied change (and the segment's creation, once :meth:`join` placed
+it in its stream) is noted in its stream's
+:class:`~connector.store.changes.StreamChanges` and told to the segment's
+listeners (:meth:`listen`), under the segment's lock: the one place change
+notification happens, whatever the storage (:mod:`connector.store.changes`).
+:meth:`tail` reads the published state with the version of its last change.
+
 The *pending* fields (``pending_end``, ``pending_time``, ``pending_sealed``,
 the pending writer marks) are the view of whoever prepares the next change:
 never ahead of what is durable in a way a reader could see. The published fields are guarded by
@@ -28,8 +35,9 @@ from dataclasses import dataclass
 
 from connector.errors import InvalidArgumentError, TruncatedError
 from connector.framing import lands_on_boundary, scan_end
-from connector.model import SegmentInfo, WriterAssertion
+from connector.model import SegmentInfo, SegmentTail, WriterAssertion
 from connector.store.boundaries import STRIDE, SparseBoundaries
+from connector.store.changes import Listener, Listeners, StreamChanges
 from connector.store.event_time import (
     Marks,
     WriterMark,
@@ -102,6 +110,13 @@ class PublishedSegment:
         self._changed = threading.Condition()
         # Reads waiting at the tail without a thread (see watch_tail); under `_changed`.
         self._watches: set[_TailWatch] = set()
+        # Told of every change (see listen), and the stream's record of changes (see join).
+        self._listeners = Listeners()
+        self._stream_changes: StreamChanges[PublishedSegment] | None = None
+        #: The stream's version of this segment's last change (0: not placed in a stream).
+        self.version = 0
+        #: Set once the segment went away (its stream deleted) or the store closed.
+        self.retired = False
         # Published: read and written under `_changed`.
         self.sealed = False
         self.committed_end = 0
@@ -246,6 +261,7 @@ class PublishedSegment:
             self.head = max(self.head, head)
             self._changed.notify_all()
             self._fire_watches(everyone=True)
+            self._note_change()
 
     def merge_writer_numbers(self, numbers: Mapping[str, int]) -> None:
         """Takes each writer's last event number from ``numbers`` where it is higher."""
@@ -282,6 +298,59 @@ class PublishedSegment:
             self.sealed = self.sealed or sealed
             self._changed.notify_all()
             self._fire_watches(everyone=False)
+            self._note_change()
+
+    # --- change notification ------------------------------------------------------
+
+    def join(self, changes: StreamChanges[PublishedSegment]) -> None:
+        """Makes ``changes`` the record of this segment's changes and notes its creation.
+
+        Called once, when the segment is placed in its stream (before that,
+        its changes are told to its listeners only).
+        """
+        with self._changed:
+            self._stream_changes = changes
+            self._note_change()
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Tells ``listener`` of every change from now on, and of the segment going away.
+
+        ``listener`` runs on the thread that applies the change, under the
+        segment's lock: it must be quick and must not call the store. Returns
+        the function that stops it (harmless to call twice).
+        """
+        return self._listeners.add(listener)
+
+    @property
+    def listened(self) -> int:
+        """How many listeners the segment has now."""
+        return len(self._listeners)
+
+    def _note_change(self) -> None:
+        """Notes a change in the stream's record and tells the listeners (under `_changed`)."""
+        if self._stream_changes is not None:
+            self.version = self._stream_changes.note(self.number, self)
+        self._listeners.notify()
+
+    def tail(self) -> SegmentTail:
+        """The segment's published end, watermarks, seal and lineage, with their version."""
+        with self._changed:
+            return SegmentTail(
+                segment=self.name,
+                version=self.version,
+                first_offset=self.head,
+                write_offset=self.committed_end,
+                watermark=self._index.latest,
+                event_time_watermark=self._event_index.latest,
+                sealed=self.sealed,
+                last_write_time=self.last_write_time,
+                creation_time=self.creation_time,
+                key_low=self.key_low,
+                key_high=self.key_high,
+                epoch=self.epoch,
+                predecessors=self.predecessors,
+                successors=self.successors,
+            )
 
     # --- the readers' side ----------------------------------------------------
 
@@ -369,6 +438,11 @@ class PublishedSegment:
         with self._changed:
             return self._index.time_bounds(time_ms)
 
+    def boundary_after(self, offset: int) -> int | None:
+        """The least indexed event boundary (an append's end) after ``offset``; None: none."""
+        with self._changed:
+            return self._index.boundary_at_or_after(offset + 1)
+
     def remember_boundary(self, offset: int) -> None:
         """Records ``offset`` as an event boundary handed out, keeping the most recent."""
         with self._changed:
@@ -436,10 +510,19 @@ class PublishedSegment:
                 _log.exception("waking a read at the tail of %s failed", self.name)
 
     def wake_readers(self) -> None:
-        """Ends every wait at the tail (the segment is going away or the store closing)."""
+        """Ends every wait at the tail: the segment is going away or the store closing.
+
+        The segment is :attr:`retired` from then on; its listeners and its
+        stream's are told (without a new version), so that whoever follows
+        it looks again and finds it gone.
+        """
         with self._changed:
+            self.retired = True
             self._changed.notify_all()
             self._fire_watches(everyone=True)
+            self._listeners.notify()
+            if self._stream_changes is not None:
+                self._stream_changes.listeners.notify()
 
     def read_stop(self, offset: int, limit: int) -> int:
         """The last event boundary in ``(offset, limit]``, or the end of the first event.

@@ -78,7 +78,8 @@ def plan_read(
                 walk.run(limit, None if max_events is None else max_events - walk.events)
         if walk.events == 0 and not walk.reached_time:  # larger than the budget: alone
             walk.run_one()
-    stop = walk.position
+    # A damaged header may step past the end: plan to the end, where reading meets the damage.
+    stop = min(walk.position, end)
     watermark, event_time = segment.watermarks_after(stop)
     if walk.last_time is not None:
         watermark = max(watermark, walk.last_time - 1)

@@ -1,11 +1,18 @@
 """Reading a segment, the same for every storage: whole events, the watermark after them, waits.
 
-:class:`TailReaders` serves :meth:`Storage.read` and :meth:`Storage.watch_tail`
-from a :class:`~connector.store.published.PublishedSegment` (the front
-checked the request's arguments, and the engine found the segment and made
-sure its view reaches the offset asked for), and counts the reads waiting at
-tails; :func:`plan` serves :meth:`Storage.plan_read`. An engine's own part is
-where the bytes come from (:meth:`PublishedSegment.read_bytes`).
+:class:`TailReaders` serves :meth:`Storage.read`, :meth:`Storage.watch_tail`
+and :meth:`Storage.follow` from a
+:class:`~connector.store.published.PublishedSegment` (the front checked the
+request's arguments, and the engine found the segment and made sure its view
+reaches the offset asked for), and counts the reads waiting at tails;
+:func:`plan` serves :meth:`Storage.plan_read`. An engine's own part is where
+the bytes come from (:meth:`PublishedSegment.read_bytes`).
+
+Every frame a read serves is checked against its checksum first, whatever
+the storage (a flipped bit on a disk, a replica's damaged copy): a read
+serves the intact events before a damaged one, and a read at the damaged
+one fails with :class:`~connector.errors.DataLossError` naming the segment,
+the offset and where the append holding it ends. Nothing damaged is served.
 """
 
 from __future__ import annotations
@@ -13,11 +20,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from connector.errors import DataLossError, NotFoundError, StoreUnavailableError
+from connector.framing import intact_prefix
 from connector.model import PlannedRead, ReadResult
+from connector.store.changes import Listener
 from connector.store.published import PublishedSegment
 from connector.store.read_plan import plan_read
 
-__all__ = ["TailReaders", "plan"]
+__all__ = ["FollowedSegment", "TailReaders", "damaged", "plan"]
+
+
+def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError:
+    """The error of a read that meets the damaged event at ``offset`` of ``target``."""
+    following = target.boundary_after(offset)
+    after = (
+        f"; its append ends at offset {following}: read on from there"
+        if following is not None
+        else ""
+    )
+    where = f"segment {target.name!r} at offset {offset}"
+    msg = f"data loss in {where}: the event there {reason}{after}"
+    return DataLossError(msg, target.name, offset, -1 if following is None else following)
 
 
 class TailReaders:
@@ -36,6 +59,15 @@ class TailReaders:
         """How many reads wait at a tail now, with a thread or without."""
         with self._lock:
             return self._waiting
+
+    @property
+    def closing(self) -> bool:
+        """Whether the store is closing (waits end at once)."""
+        return self._closing.is_set()
+
+    def follow(self, target: PublishedSegment, listener: Listener) -> FollowedSegment:
+        """Reads of ``target``, with ``listener`` told of its every change (see ``follow``)."""
+        return FollowedSegment(self, target, listener)
 
     def _add(self, delta: int) -> None:
         with self._lock:
@@ -64,8 +96,16 @@ class TailReaders:
         stop = offset
         data = b""
         if offset < snapshot.committed_end:
-            stop = target.read_stop(offset, min(snapshot.committed_end, offset + max_bytes))
+            end = snapshot.committed_end
+            # A damaged header may claim a frame past the end: never read beyond it.
+            stop = min(target.read_stop(offset, min(end, offset + max_bytes)), end)
             data = target.read_bytes(offset, stop)
+            intact, _, reason = intact_prefix(data, offset)
+            if reason is not None:
+                if intact == 0:
+                    raise damaged(target, offset, reason)
+                data, stop = data[:intact], offset + intact
+                target.remember_boundary(stop)  # the next read starts at the damage
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
         watermark, event_time, floor = target.watermarks_over(offset, stop)
         return ReadResult(
@@ -107,6 +147,43 @@ class TailReaders:
             withdraw()
             return None
         return withdraw
+
+
+class FollowedSegment:
+    """Reads of one segment, whose listener hears of its every change until :meth:`close`.
+
+    Bound to the segment it was opened on: once that segment goes away (its
+    stream deleted, even if one of the same name is created again) a read
+    raises NotFoundError, never reads another segment's data.
+    """
+
+    def __init__(self, readers: TailReaders, target: PublishedSegment, listener: Listener):
+        self._readers = readers
+        self._target = target
+        self.name = target.name
+        self._stop = target.listen(listener)
+
+    def read(self, offset: int, max_bytes: int, known_watermark: int | None) -> ReadResult:
+        """Reads whole events from ``offset`` without waiting (see :meth:`Storage.read`).
+
+        Raises:
+            NotFoundError: the segment went away.
+            StoreUnavailableError: the store is closing.
+        """
+        if self._readers.closing:
+            msg = "the store is closing"
+            raise StoreUnavailableError(msg)
+        if self._target.retired:
+            msg = f"segment {self.name!r} no longer exists: its stream was deleted"
+            raise NotFoundError(msg)
+        return self._readers.read(self._target, offset, max_bytes, 0, known_watermark)
+
+    def close(self) -> None:
+        """Stops the listener; closing twice is harmless."""
+        self._stop()
+
+    def __repr__(self) -> str:
+        return f"FollowedSegment({self.name!r})"
 
 
 def plan(

@@ -23,7 +23,6 @@ from connector.errors import (
 from connector.framing import MAX_ROUTING_KEY_BYTES
 from connector.model import Assertion, Fence
 from connector.names import state_key_scope, validate_name
-from connector.store.key_ranges import MAX_SEGMENTS_PER_SCALE
 
 __all__ = [
     "MAX_STATE_KEY",
@@ -32,6 +31,7 @@ __all__ = [
     "check_cut",
     "check_joining",
     "check_max_bytes",
+    "check_open_segments",
     "check_plan_limits",
     "check_scope_empty",
     "check_segment_count",
@@ -44,11 +44,38 @@ __all__ = [
 MAX_STATE_KEY = 512
 
 
-def check_segment_count(segment_count: int) -> None:
-    """Refuses a stream creation's segment count outside 1 to 64."""
-    if not isinstance(segment_count, int) or not 1 <= segment_count <= MAX_SEGMENTS_PER_SCALE:
-        msg = f"segment_count must be 1 to {MAX_SEGMENTS_PER_SCALE}, got {segment_count!r}"
+def check_segment_count(segment_count: int, most: int) -> None:
+    """Refuses a stream creation's segment count below 1, or above ``most`` (the stream limit).
+
+    Raises:
+        InvalidArgumentError: below 1, or not an integer.
+        ResourceExhaustedError: above ``most`` (cause ``stream_segment_limit``).
+    """
+    if not isinstance(segment_count, int) or segment_count < 1:
+        msg = f"segment_count must be 1 to {most}, got {segment_count!r}"
         raise InvalidArgumentError(msg)
+    if segment_count > most:
+        msg = f"segment_count {segment_count} is over {_stream_limit(most)}"
+        raise ResourceExhaustedError(msg, cause="stream_segment_limit")
+
+
+def check_open_segments(stream: str, open_after: int, most: int) -> None:
+    """Refuses a change that would leave ``stream`` more than ``most`` open segments.
+
+    Raises:
+        ResourceExhaustedError: naming the count and the limit (cause
+            ``stream_segment_limit``).
+    """
+    if open_after > most:
+        msg = f"stream {stream} would have {open_after} open segments, over {_stream_limit(most)}"
+        raise ResourceExhaustedError(msg, cause="stream_segment_limit")
+
+
+def _stream_limit(most: int) -> str:
+    return (
+        f"the limit of {most} open segments per stream "
+        "(max_segments_per_stream; tidemark-server --max-segments-per-stream)"
+    )
 
 
 def check_append(

@@ -30,9 +30,12 @@ from connector.model import (
     SegmentInfo,
     StateValue,
     StreamDescription,
+    StreamTails,
     TruncationResult,
 )
+from connector.store.changes import Listener
 from connector.store.config import StorageConfig, StoreConfig, StoreObserver
+from connector.store.reading import FollowedSegment
 
 __all__ = ["Storage", "open_storage"]
 
@@ -72,9 +75,11 @@ class Storage(Protocol):
         Raises:
             NotFoundError: the scope does not exist.
             AlreadyExistsError: the stream exists.
-            InvalidArgumentError: a bad name, or ``segment_count`` not 1 to 64.
-            ResourceExhaustedError: the store would hold more than
-                ``max_segments`` segments (cause ``segment_limit``).
+            InvalidArgumentError: a bad name, or ``segment_count`` below 1.
+            ResourceExhaustedError: ``segment_count`` is over
+                ``max_segments_per_stream`` (cause ``stream_segment_limit``),
+                or the store would hold more than ``max_segments`` segments
+                (cause ``segment_limit``).
         """
         ...
 
@@ -94,7 +99,9 @@ class Storage(Protocol):
             NotFoundError: the stream or a segment does not exist.
             SegmentSealedError: a segment is sealed already.
             InvalidArgumentError: the split or merge is malformed.
-            ResourceExhaustedError: the successors do not fit ``max_segments``.
+            ResourceExhaustedError: the stream would have more open segments
+                than ``max_segments_per_stream``, or the successors do not fit
+                ``max_segments``.
         """
         ...
 
@@ -276,6 +283,57 @@ class Storage(Protocol):
 
         Raises:
             NotFoundError: there is no such segment.
+        """
+        ...
+
+    def follow(
+        self, segment: str, offset: int, known_watermark: int | None, listener: Listener
+    ) -> FollowedSegment:
+        """Reads of one segment that tell ``listener`` of its every change; holds no thread.
+
+        For many segments waited on at once (a fetch session): ``listener``
+        is called after every change of the segment (data, an idle tick, a
+        change of event time, a seal, a truncation) and once it goes away
+        or the store closes, on the thread that applies the change: it must
+        be quick and must not call the store. The result's ``read`` reads
+        without waiting, from that very segment (NotFoundError once it went
+        away), as :meth:`read` does; its ``close`` stops the listener.
+        ``offset`` and ``known_watermark`` say what the caller has seen (as
+        for :meth:`read`: a segment behind them is brought up to date first).
+
+        Raises:
+            NotFoundError: there is no such segment.
+        """
+        ...
+
+    def describe_tails(
+        self, scope: str, stream: str, incarnation: int = 0, version: int = 0
+    ) -> StreamTails:
+        """The tails of the stream's segments changed after ``version``, from memory.
+
+        Every segment's end, first readable offset, watermarks, seal and
+        lineage (:class:`~connector.model.SegmentTail`). ``incarnation`` and
+        ``version`` are a previous answer's: with this store's incarnation
+        of the stream the answer holds only the segments changed after
+        ``version``, in the order of their last change (O(what changed));
+        with another (0: none known) it is complete. Every change applied
+        before the call is counted; on a replicated store, every change this
+        server applied (another server's reach it within milliseconds).
+
+        Raises:
+            NotFoundError: the stream does not exist.
+            InvalidArgumentError: a bad name.
+        """
+        ...
+
+    def listen_stream(self, scope: str, stream: str, listener: Listener) -> Callable[[], None]:
+        """Tells ``listener`` of every change of the stream's segments; returns what stops it.
+
+        Also told once the stream goes away or the store closes. As for
+        :meth:`follow`, ``listener`` must be quick and must not call the store.
+
+        Raises:
+            NotFoundError: the stream does not exist.
         """
         ...
 

@@ -22,6 +22,7 @@ from connector.errors import (
 )
 from connector.model import SegmentDescription, StreamDescription
 from connector.names import SegmentId
+from connector.store.changes import StreamChanges
 from connector.store.key_ranges import even_ranges, scale_ranges
 from connector.store.lineage import wholly_before
 from connector.store.published import PublishedSegment, SegmentIdentity
@@ -33,6 +34,7 @@ from connector.store.records import (
     StreamSealed,
     StreamTruncated,
 )
+from connector.store.requests import check_open_segments
 
 __all__ = [
     "MakeSegment",
@@ -42,6 +44,7 @@ __all__ = [
     "apply_sealed",
     "apply_truncated_heads",
     "created_record",
+    "place",
     "scale_record",
     "seal_record",
     "truncation_record",
@@ -55,13 +58,18 @@ MakeSegment = Callable[["StreamEntry[S]", SegmentIdentity], S]
 
 @dataclass
 class StreamEntry(Generic[S]):
-    """A stream: its epoch, its seal and its segments by number."""
+    """A stream: its epoch, its seal, its segments by number, and the record of their changes.
+
+    A copy of an entry (a view taken for a decision) shares ``changes``: one
+    record per stream as a server holds it (:mod:`connector.store.changes`).
+    """
 
     scope: str
     stream: str
     epoch: int = 0
     sealed: bool = False
     segments: dict[int, S] = field(default_factory=dict)
+    changes: StreamChanges[PublishedSegment] = field(default_factory=StreamChanges)
 
     def segment(self, number: int) -> S:
         """The segment ``number``, or NotFoundError."""
@@ -109,7 +117,11 @@ def created_record(scope: str, stream: str, segment_count: int, now_ms: int) -> 
 
 
 def scale_record(
-    entry: StreamEntry[S], numbers: Sequence[int], split_count: int, now_ms: int
+    entry: StreamEntry[S],
+    numbers: Sequence[int],
+    split_count: int,
+    now_ms: int,
+    max_open_segments: int,
 ) -> StreamScaled:
     """A split of one segment into ``split_count`` or a merge of adjacent ones (0).
 
@@ -121,12 +133,18 @@ def scale_record(
         NotFoundError: a segment does not exist.
         SegmentSealedError: a segment is sealed already.
         InvalidArgumentError: the split or merge is malformed.
+        ResourceExhaustedError: the stream would have more than
+            ``max_open_segments`` open segments.
     """
     segments = [entry.segment(n) for n in numbers]
     for segment in segments:
         if segment.pending_sealed:
             msg = f"segment {segment.name!r} is sealed already and cannot be scaled"
             raise SegmentSealedError(msg, segment.name, segment.successors)
+    if len(segments) == 1 and split_count > 1:  # checked before the ranges are made
+        open_now = sum(1 for s in entry.segments.values() if not s.pending_sealed)
+        name = f"{entry.scope}/{entry.stream}"
+        check_open_segments(name, open_now - 1 + split_count, max_open_segments)
     ranges = scale_ranges(segments, split_count)
     sealed = tuple(SegmentSealing(s.number, s.next_time(now_ms)) for s in segments)
     first = max(entry.segments) + 1
@@ -175,7 +193,7 @@ def truncation_record(entry: StreamEntry[S], cut: Mapping[int, int]) -> StreamTr
 def apply_created(entry: StreamEntry[S], record: StreamCreated, make: MakeSegment[S]) -> None:
     """Adds the segments a stream was created with."""
     for r in record.segments:
-        _place(entry, make(entry, _identity(entry, r, record.time_ms, ())))
+        place(entry, make(entry, _identity(entry, r, record.time_ms, ())))
 
 
 def apply_scaled(entry: StreamEntry[S], record: StreamScaled, make: MakeSegment[S]) -> list[S]:
@@ -192,7 +210,7 @@ def apply_scaled(entry: StreamEntry[S], record: StreamScaled, make: MakeSegment[
     ]
     for segment in created:
         segment.inherit_marks(marks)
-        _place(entry, segment)
+        place(entry, segment)
     successors = tuple(s.name for s in created)
     for sealing in record.sealed:
         entry.segments[sealing.number].seal(sealing.time_ms, successors)
@@ -227,5 +245,7 @@ def _identity(
     )
 
 
-def _place(entry: StreamEntry[S], segment: S) -> None:
+def place(entry: StreamEntry[S], segment: S) -> None:
+    """Adds ``segment`` to the stream: a change of the stream, noted in its record."""
     entry.segments[segment.number] = segment
+    segment.join(entry.changes)

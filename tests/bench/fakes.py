@@ -60,6 +60,18 @@ def jetstream() -> Any:
     return b.JetStreamFigures(100_000, 2, rounds, [6.3, 8.8], ("grpcio 1",))
 
 
+def nemesis() -> Any:
+    from bench import nemesis_bench as b
+
+    cycles = [b.Cycle(kind, 0, 2.5, 6.25) for kind in ("leader_kill", "quorum_loss")]
+    cycles.append(b.Cycle("server_kill", 1, 1.5, float("nan")))
+    answers = {"written": 200, "not written": 50, "unknown": 5}
+    problems = ["w0's key-1 read out of order"]
+    return b.NemesisFigures(
+        1, 12.0, 2, cycles, 1_000, 1_000, 1_000, 0, 0, answers, 0, 99.5, problems, ("grpcio 1",)
+    )
+
+
 def reader() -> Any:
     from bench import reader_bench as b
     from bench._support import Timing
@@ -165,6 +177,7 @@ FAKES: dict[str, Callable[[], Any]] = {
     "store": store,
     "store_load": store_load,
     "jetstream": jetstream,
+    "nemesis": nemesis,
     "reader": reader,
     "event_time": event_time,
     "spark": spark,

@@ -15,6 +15,8 @@ stops hearing of a call it made:
   so the caller's deadline passes first; then it reaches the store, late.
 
 ``drop`` (methods) loses the first answer of each, as ``lose(m, 1, Loss.ANSWER)``.
+A loss may let something happen ``meanwhile``: between the store's answer
+and its loss (another client's change, say).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import enum
 import socket
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any
 
@@ -108,8 +110,8 @@ class AnswerDroppingProxy(grpc.GenericRpcHandler):
     def __init__(self, target: str, drop: Iterable[str] = ()):
         self._channel = grpc.insecure_channel(target, options=GRPC_OPTIONS)
         self._lock = threading.Lock()
-        #: Planned losses: method name -> [loss, calls left (None: every call)].
-        self._plans: dict[str, list[Any]] = {name: [Loss.ANSWER, 1] for name in drop}
+        #: Planned losses: method name -> [loss, calls left (None: every call), meanwhile].
+        self._plans: dict[str, list[Any]] = {name: [Loss.ANSWER, 1, None] for name in drop}
         self._released = threading.Event()
         #: The methods whose calls were lost, in order.
         self.dropped: list[str] = []
@@ -123,10 +125,19 @@ class AnswerDroppingProxy(grpc.GenericRpcHandler):
         self._relay = _Relay(("127.0.0.1", port))
         self.uri = f"tidemark://127.0.0.1:{self._relay.port}"
 
-    def lose(self, method: str, times: int | None = 1, loss: Loss = Loss.ANSWER) -> None:
-        """Loses the next ``times`` calls of ``method`` (None: every one until :meth:`heal`)."""
+    def lose(
+        self,
+        method: str,
+        times: int | None = 1,
+        loss: Loss = Loss.ANSWER,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> None:
+        """Loses the next ``times`` calls of ``method`` (None: every one until :meth:`heal`).
+
+        ``meanwhile()`` runs after the store answered each, before the answer is lost.
+        """
         with self._lock:
-            self._plans[method] = [loss, times]
+            self._plans[method] = [loss, times, meanwhile]
             if loss is Loss.HELD:
                 self._released.clear()
 
@@ -139,19 +150,19 @@ class AnswerDroppingProxy(grpc.GenericRpcHandler):
         """Lets every held request go on to the store."""
         self._released.set()
 
-    def _planned(self, name: str) -> Loss | None:
+    def _planned(self, name: str) -> tuple[Loss | None, Callable[[], object] | None]:
         with self._lock:
             plan = self._plans.get(name)
             if plan is None:
-                return None
-            loss, left = plan
+                return None, None
+            loss, left, meanwhile = plan
             if left is not None:
                 if left <= 1:
                     del self._plans[name]
                 else:
                     plan[1] = left - 1
             self.dropped.append(name)
-            return loss
+            return loss, meanwhile
 
     def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler:
         method = handler_call_details.method
@@ -159,7 +170,7 @@ class AnswerDroppingProxy(grpc.GenericRpcHandler):
         name = method.rsplit("/", 1)[-1]
 
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
-            loss = self._planned(name)
+            loss, meanwhile = self._planned(name)
             if loss is Loss.REQUEST:
                 context.abort(grpc.StatusCode.UNAVAILABLE, f"the request of {name} was lost")
             if loss is Loss.HELD:
@@ -172,6 +183,8 @@ class AnswerDroppingProxy(grpc.GenericRpcHandler):
             if loss is Loss.HELD:
                 with self._lock:
                     self.delivered_late.append(name)
+            if meanwhile is not None:
+                meanwhile()
             if loss is Loss.CONNECTION:
                 self._relay.cut()
             if loss is not None:

@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from connector import StoreClient, StreamManager
-from connector.client.repeats import scale_made, state_written, stream_created
+from connector.client.repeats import scale_made, state_untouched, state_written, stream_created
 from connector.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
     NotFoundError,
+    OutcomeUnknownError,
     SegmentSealedError,
 )
 from connector.model import SegmentDescription, StateValue, StreamDescription
@@ -116,6 +117,29 @@ def test_a_compare_and_set_written_once_though_its_answer_was_lost(through_proxy
     assert direct.compare_and_set_state("readergroup/s/g", 0, b"other")[0] is False
 
 
+def test_a_compare_and_set_overtaken_before_its_repeat_is_unknown_never_not_written(
+    through_proxy, direct
+):
+    key = "counter/overtaken"
+    client, proxy = through_proxy("CompareAndSetState")
+    # Its answer lost, then another writer replaces the value before the repeat.
+    proxy.lose("CompareAndSetState", meanwhile=lambda: direct.compare_and_set_state(key, 1, b"b"))
+    with pytest.raises(OutcomeUnknownError, match="whether it was made is unknown"):
+        client.compare_and_set_state(key, 0, b"a")
+    assert direct.get_state(key).value == b"b"  # over "a", which was written
+
+
+def test_a_deletion_overtaken_before_its_repeat_is_unknown_never_not_deleted(through_proxy, direct):
+    key = "counter/overtaken"
+    direct.compare_and_set_state(key, 0, b"a")
+    client, proxy = through_proxy("DeleteState")
+    # Its answer lost, then another writer stores a value again before the repeat.
+    proxy.lose("DeleteState", meanwhile=lambda: direct.compare_and_set_state(key, 0, b"b"))
+    with pytest.raises(OutcomeUnknownError, match="whether it was made is unknown"):
+        client.delete_state(key, 1)
+    assert direct.get_state(key).value == b"b"  # after "a" was deleted
+
+
 # --- what counts as made (pure functions) ------------------------------------------
 
 
@@ -167,3 +191,10 @@ def test_a_state_counts_written_only_with_the_value_at_the_next_revision():
     assert state_written(StateValue("k", b"v", 4, 0), 3, b"v")
     assert not state_written(StateValue("k", b"w", 4, 0), 3, b"v")
     assert not state_written(StateValue("k", b"v", 5, 0), 3, b"v")
+
+
+def test_a_state_proves_a_change_unmade_only_at_a_revision_no_later_than_expected():
+    assert state_untouched(StateValue("k", b"w", 3, 0), 3)
+    assert state_untouched(StateValue("k", b"w", 2, 0), 3)
+    assert not state_untouched(StateValue("k", b"w", 5, 0), 3)  # moved on: maybe over it
+    assert not state_untouched(StateValue("k", b"", 0, 0), 3)  # gone: maybe after it

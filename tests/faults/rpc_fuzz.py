@@ -37,7 +37,7 @@ import grpc
 
 from connector._proto import store_pb2 as pb
 from connector._proto import store_pb2_grpc
-from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND
+from connector._wire import GRPC_OPTIONS, MAX_EVENTS_PER_APPEND, MAX_ITEMS_PER_CALL
 from connector.security import token_entry
 from connector.security.credentials import TOKEN_METADATA_KEY
 
@@ -145,6 +145,10 @@ class _Known:
     offsets: dict[str, list[int]] = field(default_factory=dict)
     next_event: dict[tuple[str, str], int] = field(default_factory=dict)
     revisions: dict[str, int] = field(default_factory=dict)
+    #: Each stream's last tails answer: (incarnation, version).
+    tails: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    #: The last fetch session answered: (id, epoch).
+    session: tuple[int, int] | None = None
 
 
 class RpcFuzzer:
@@ -325,6 +329,16 @@ class RpcFuzzer:
             del offsets[:-64]
         elif rpc == "CompareAndSetState":
             known.revisions[request.key] = response.current.revision
+        elif rpc == "DescribeTails":
+            for tails in response.streams:
+                if not tails.HasField("error"):
+                    known.tails[(tails.scope, tails.stream)] = (tails.incarnation, tails.version)
+        elif rpc == "ReadSegments" and response.session_id:
+            known.session = (response.session_id, response.session_epoch)
+            for read in response.reads:
+                offsets = known.offsets.setdefault(read.segment, [0])
+                offsets.append(read.next_offset)
+                del offsets[:-64]
 
     # --- values ---------------------------------------------------------------
 
@@ -621,6 +635,67 @@ class RpcFuzzer:
             offset=self._offset(segment),
             max_events=self.rng.choice(_I64),
             max_bytes=self.rng.choice((*_I64, 17, 1 << 20)),
+        )
+
+    def _PlanReads(self) -> Any:
+        if self._chance(0.02):  # over the limit of items per call
+            return pb.PlanReadsRequest(plans=[self._PlanRead()] * (MAX_ITEMS_PER_CALL + 1))
+        count = self.rng.choice((0, 1, 2, 5, 20))
+        return pb.PlanReadsRequest(plans=[self._PlanRead() for _ in range(count)])
+
+    def _DescribeTails(self) -> Any:
+        streams = []
+        for _ in range(self.rng.choice((0, 1, 1, 2, 5))):
+            scope, stream = self._scope_stream()
+            known = self.known.tails.get((scope, stream))
+            if known is not None and self._chance(0.6):
+                incarnation, version = known
+            else:
+                incarnation = self.rng.choice((0, 0, 1, 2**64 - 1))
+                version = self.rng.choice(_I64)
+            streams.append(
+                pb.KnownTails(scope=scope, stream=stream, incarnation=incarnation, version=version)
+            )
+        if self._chance(0.02):  # over the limit of items per call
+            streams = streams[:1] * (MAX_ITEMS_PER_CALL + 1)
+        # A wait is short: the fuzz goes on once it ends (the server waits at most 30 s).
+        wait_ms = self.rng.choice((0, 0, 0, 1, 20, -1, -(2**31)))
+        return pb.DescribeTailsRequest(streams=streams, wait_ms=wait_ms)
+
+    def _ReadSegments(self) -> Any:
+        roll = self.rng.random()
+        if self.known.session is not None and roll < 0.6:
+            session_id, epoch = self.known.session
+            if self._chance(0.1):  # a lost answer: the epoch before
+                epoch -= 1
+        elif roll < 0.85:
+            session_id, epoch = 0, self.rng.choice((0, 0, 1, *_I64))
+        else:
+            session_id, epoch = self.rng.choice(_I64), self.rng.choice(_I64)
+        cursors = []
+        for _ in range(self.rng.choice((0, 0, 1, 2, 5))):
+            segment = self._segment()
+            known = self._chance(0.3)
+            cursors.append(
+                pb.Cursor(
+                    segment=segment,
+                    offset=None if self._chance(0.2) else self._offset(segment),
+                    known_watermark=self.rng.choice(_I64) if known else None,
+                    known_event_time_watermark=self.rng.choice(_I64) if known else None,
+                )
+            )
+        if cursors and self._chance(0.05):
+            cursors.append(cursors[0])  # named twice
+        released = [self._segment() for _ in range(self.rng.choice((0, 0, 0, 1, 3)))]
+        return pb.ReadSegmentsRequest(
+            session_id=session_id,
+            session_epoch=epoch,
+            cursors=cursors,
+            released=released,
+            max_bytes=self.rng.choice((0, 0, 1, 17, 1 << 20, *_I32)),
+            max_bytes_per_segment=self.rng.choice((0, 0, 1, 17, *_I32)),
+            wait_ms=self.rng.choice((0, 0, 0, 1, 20, -1, -(2**31))),
+            close=self._chance(0.05),
         )
 
     def _GetSegmentInfo(self) -> Any:

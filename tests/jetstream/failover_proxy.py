@@ -29,6 +29,7 @@ class FailoverProxy:
         self._next = 0
         self._sockets: list[socket.socket] = []
         self._closed = False
+        self._held = False
         threading.Thread(target=self._accept, name="failover-proxy", daemon=True).start()
 
     def _accept(self) -> None:
@@ -37,7 +38,9 @@ class FailoverProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            server = self._connect()
+            with self._lock:
+                held = self._held
+            server = None if held else self._connect()
             if server is None:
                 client.close()
                 continue
@@ -75,6 +78,22 @@ class FailoverProxy:
             for end in (source, sink):
                 with contextlib.suppress(OSError):
                     end.shutdown(socket.SHUT_RDWR)
+
+    def hold(self) -> None:
+        """Cuts every relayed connection and refuses new ones (closes them) until :meth:`resume`."""
+        with self._lock:
+            self._held = True
+            sockets, self._sockets = self._sockets, []
+        for end in sockets:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                end.close()
+
+    def resume(self) -> None:
+        """Relays new connections again."""
+        with self._lock:
+            self._held = False
 
     def close(self) -> None:
         """Stops listening and cuts every relayed connection; closing twice is harmless."""

@@ -17,13 +17,11 @@ gets 4 MiB, n2 and n3 12 MiB, and one writer appends 50 kB events:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import pathlib
 import subprocess
 import urllib.request
 import uuid
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -36,6 +34,7 @@ from connector.framing import iter_frames
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
 from tests.conftest import wait_until
+from tests.jetstream.disks import node_disks
 from tests.probes import NOT_SERVING, SERVING, health_of
 
 pytestmark = pytest.mark.slow
@@ -47,23 +46,6 @@ DISKS = ("4m", "12m", "12m")
 PAST_ONE_DISK = 5 * 1024 * 1024 // EVENT
 #: A bound on the appends it takes to fill n2 and n3 (they hold 9 MiB).
 AT_MOST = 2 * 12 * 1024 * 1024 // EVENT
-
-
-@contextlib.contextmanager
-def _tmpfs_disks(cluster: LocalCluster) -> Iterator[list[pathlib.Path]]:
-    """A tmpfs of ``DISKS`` size under each node's JetStream storage; unmounted after."""
-    mounted: list[pathlib.Path] = []
-    try:
-        for node, size in enumerate(DISKS):
-            where = pathlib.Path(cluster.directory) / cluster.node_name(node)
-            where.mkdir(parents=True)
-            mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)]
-            subprocess.run(mount, check=True)
-            mounted.append(where)
-        yield mounted
-    finally:
-        for where in mounted:
-            subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def _storage(cluster: LocalCluster, node: int) -> tuple[int, int]:
@@ -99,7 +81,7 @@ def test_a_full_node_changes_nothing_and_full_nodes_refuse_until_given_room(
     tmp_path: pathlib.Path, clock: ManualClock
 ) -> None:
     cluster = LocalCluster(str(tmp_path / "cluster"))
-    with _tmpfs_disks(cluster) as disks, cluster:
+    with node_disks(cluster, DISKS) as disks, cluster:
         config = JetStreamConfig(
             servers=tuple(cluster.urls),
             namespace=f"fd{uuid.uuid4().hex[:8]}",

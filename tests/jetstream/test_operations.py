@@ -17,6 +17,7 @@ import pytest
 from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
 from connector.devtools.local_cluster import LocalCluster
+from connector.errors import InvalidArgumentError
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
 from tests.conftest import _read_listening_line, wait_until
@@ -124,3 +125,11 @@ def test_a_cluster_that_wants_a_password_is_reached_with_the_password_file_and_n
         finally:
             server.terminate()
             assert server.wait(timeout=30) == 0
+
+
+def test_a_stream_on_jetstream_may_have_at_most_999_open_segments_and_the_setting_says_why():
+    """A seal or an assertion is one atomic batch of a message per open segment (at most 1,000)."""
+    assert JetStreamConfig().max_segments_per_stream == 999
+    assert JetStreamConfig(max_segments_per_stream=10).max_segments_per_stream == 10
+    with pytest.raises(InvalidArgumentError, match="at most 999 on JetStream.*1,000 messages"):
+        JetStreamConfig(max_segments_per_stream=1_000)

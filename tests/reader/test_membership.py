@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from connector.errors import FailedPreconditionError
@@ -120,3 +122,12 @@ def test_a_checkpoint_waits_for_every_leased_reader_and_records_the_reported_cut
 def test_a_record_round_trips_through_its_stored_form() -> None:
     base = request_checkpoint(joined(record(), "a"), "cp", NOW)
     assert GroupRecord.from_json(base.to_json()) == base
+
+
+def test_the_stored_form_is_compact_json_and_the_spaced_form_stored_before_reads_back() -> None:
+    base = request_checkpoint(joined(record(), "a"), "cp", NOW)
+    stored = base.to_json()
+    assert b" " not in stored
+    spaced = json.dumps(json.loads(stored), sort_keys=True).encode()  # as records were stored
+    assert len(spaced) > len(stored)
+    assert GroupRecord.from_json(spaced) == base

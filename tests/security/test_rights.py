@@ -8,7 +8,7 @@ import pytest
 
 from connector._proto import store_pb2 as pb
 from connector.errors import InvalidArgumentError
-from connector.security import Need, Right, TokenTable, hash_token, need_of, token_entry
+from connector.security import Need, Right, TokenTable, hash_token, need_of, needs_of, token_entry
 
 _SERVICE = "/tidemark.v1.SegmentStore/"
 
@@ -54,6 +54,39 @@ _SERVICE = "/tidemark.v1.SegmentStore/"
 )
 def test_each_call_needs_one_right_on_the_scope_it_touches(method, request_message, need):
     assert need_of(_SERVICE + method, request_message) == need
+
+
+@pytest.mark.parametrize(
+    ("method", "request_message", "scopes"),
+    [
+        (
+            "DescribeTails",
+            pb.DescribeTailsRequest(
+                streams=[pb.KnownTails(scope="iot", stream="a"), pb.KnownTails(scope="ops")]
+            ),
+            ["iot", "ops"],
+        ),
+        (
+            "ReadSegments",
+            pb.ReadSegmentsRequest(
+                cursors=[pb.Cursor(segment="iot/a/0"), pb.Cursor(segment="iot/b/1")],
+                released=["ops/c/2"],
+            ),
+            ["iot", "ops"],
+        ),
+        (
+            "PlanReads",
+            pb.PlanReadsRequest(plans=[pb.PlanReadRequest(segment="x/s/0")]),
+            ["x"],
+        ),
+        ("ReadSegments", pb.ReadSegmentsRequest(session_id=7), []),
+    ],
+)
+def test_a_call_of_many_items_needs_read_on_the_scope_of_each_it_names(
+    method, request_message, scopes
+):
+    needs = needs_of(_SERVICE + method, request_message)
+    assert needs == tuple(Need(Right.READ, scope) for scope in scopes)
 
 
 def test_a_store_call_without_a_rule_needs_manage_on_every_scope():

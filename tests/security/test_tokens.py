@@ -7,9 +7,12 @@ import pathlib
 import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.client import FetchSession
 from connector.errors import PermissionDeniedError, UnauthenticatedError
+from connector.model import PlannedRead, PlanRequest, StreamTails
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
-from connector.security import ClientCredentials, TokenTable
+from connector.security import ClientCredentials, TokenTable, token_entry
+from tests.security.conftest import GRANTS
 
 
 @pytest.fixture
@@ -133,3 +136,51 @@ def test_credentials_in_the_uri_work_like_credentials_given_to_the_client(server
     with StoreClient(uri) as client:
         assert client.describe_stream("iot", "sensors").scope == "iot"
     assert pathlib.Path(token_of["iot-reader"]).read_text().strip() not in uri
+
+
+def test_calls_over_many_segments_need_read_on_every_scope_they_name(client_of, iot):
+    admin = iot
+    StreamManager(admin).create_scope("secret")
+    StreamManager(admin).create_stream("secret", "s", segment_count=1)
+    reader = client_of("iot-reader")
+    [tails] = reader.describe_tails(["iot/sensors"])
+    assert isinstance(tails, StreamTails) and len(tails.segments) == 2
+    [plan] = reader.plan_reads([PlanRequest("iot/sensors/0", 0)])
+    assert isinstance(plan, PlannedRead)
+    with pytest.raises(PermissionDeniedError, match="'read' right on scope 'secret'"):
+        reader.describe_tails(["iot/sensors", "secret/s"])
+    with pytest.raises(PermissionDeniedError, match="'secret'"):
+        reader.plan_reads([PlanRequest("iot/sensors/0", 0), PlanRequest("secret/s/0", 0)])
+    with FetchSession(reader) as session:
+        session.add("iot/sensors/0", 0)
+        session.add("secret/s/0", 0)
+        with pytest.raises(PermissionDeniedError, match="'secret'"):
+            session.fetch()
+        session.release("secret/s/0")
+        assert [r.segment for r in session.fetch().reads] == ["iot/sensors/0"]
+    with pytest.raises(UnauthenticatedError):
+        FetchSession(client_of(None)).fetch()
+
+
+def test_a_fetch_session_answers_only_what_its_caller_may_read_now(
+    client_of, iot, server, token_table_file, token_of
+):
+    reader = client_of("iot-reader")
+    with FetchSession(reader) as session:
+        session.add("iot/sensors/0", 0)
+        session.add("iot/sensors/1", 0)
+        assert len(session.fetch().reads) == 2
+        grants = {**GRANTS, "iot-reader": {"elsewhere": ["read"]}}
+        token_table_file.write_text(
+            "\n".join(
+                token_entry(holder, pathlib.Path(token_of[holder]).read_text().strip(), granted)
+                for holder, granted in grants.items()
+            )
+        )
+        server.tokens.reload()
+        iot.append("iot/sensors/1", "w", 0, [b"after the reload"])
+        result = session.fetch(5_000)  # names no segment: only the token is checked...
+        assert result.reads == ()  # ...and the right again on what it would answer
+        [(segment, error)] = result.failures
+        assert segment == "iot/sensors/1" and isinstance(error, PermissionDeniedError)
+        assert session.segments == ("iot/sensors/0",)

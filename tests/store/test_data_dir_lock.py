@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from connector import StoreClient, StreamManager
-from connector.errors import DataDirLockedError, FailedPreconditionError
+from connector.errors import DataDirDamagedError, DataDirLockedError
 from connector.store import SegmentStore, StoreConfig
 from tests.store import payloads
 
@@ -109,6 +109,6 @@ def test_a_store_that_fails_to_open_releases_the_lock(tmp_path, clock):
     data_file = pathlib.Path(config.data_dir) / "segments" / "d" / "s" / "0.events"
     os.truncate(data_file, 10)  # less than was committed: the store refuses to start
     for _ in range(2):  # the second refusal is the same, not "locked"
-        with pytest.raises(FailedPreconditionError) as refused:
+        with pytest.raises(DataDirDamagedError) as refused:
             SegmentStore(config)
         assert not isinstance(refused.value, DataDirLockedError)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from connector.framing import HEADER, CorruptFrameError, decode_columns, encode_frames, iter_frames
+from connector.framing import (
+    HEADER,
+    CorruptFrameError,
+    decode_columns,
+    encode_frames,
+    intact_prefix,
+    iter_frames,
+)
 
 
 def _two_appends() -> tuple[bytes, bytes]:
@@ -36,14 +43,22 @@ def test_a_flipped_byte_fails_the_checksum_unless_unverified() -> None:
     data = bytearray(b"".join(_two_appends()))
     data[-1] ^= 0xFF
 
-    with pytest.raises(CorruptFrameError, match="checksum mismatch in frame at offset"):
+    with pytest.raises(
+        CorruptFrameError, match="the frame at offset .* fails its checksum"
+    ) as found:
         decode_columns(bytes(data))
     assert decode_columns(bytes(data), verify=False).payloads[-1] != b"ccc"
+    assert found.value.offset == intact_prefix(bytes(data))[0] > 0
+    assert intact_prefix(bytes(data)).reason == "fails its checksum"
+    assert intact_prefix(b"".join(_two_appends())) == (len(data), 3, None)
 
 
 @pytest.mark.parametrize(
     ("cut", "message"),
-    [(HEADER.size - 1, "truncated frame header at offset 0"), (HEADER.size + 2, "claims")],
+    [
+        (HEADER.size - 1, "the frame at offset 0 has a header cut short"),
+        (HEADER.size + 2, "claims"),
+    ],
 )
 def test_a_cut_frame_is_named(cut: int, message: str) -> None:
     data = encode_frames([b"payload"], 1_000, ["key"])

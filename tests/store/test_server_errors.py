@@ -283,16 +283,31 @@ def test_a_malformed_segment_name_is_an_invalid_argument(store: Store, segment: 
     )
 
 
-@pytest.mark.parametrize("count", [0, -2, 65])
-def test_a_segment_count_out_of_range_is_an_invalid_argument(store: Store, count: int) -> None:
+@pytest.mark.parametrize("count", [0, -2])
+def test_a_segment_count_below_one_is_an_invalid_argument(store: Store, count: int) -> None:
     _expect(
         store.stub.CreateStream,
         pb.CreateStreamRequest(scope="sc", stream="new", segment_count=count),
         lambda: store.client.create_stream("sc", "new", count),
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
-        f"segment_count must be 1 to 64, got {count!r}",
+        f"segment_count must be 1 to {store.server.store.config.max_segments_per_stream}, "
+        f"got {count!r}",
     )
+
+
+def test_a_segment_count_over_the_stream_limit_is_refused_naming_the_limit(store: Store) -> None:
+    limit = store.server.store.config.max_segments_per_stream  # 16,384; 999 on JetStream
+    error = _expect(
+        store.stub.CreateStream,
+        pb.CreateStreamRequest(scope="sc", stream="new", segment_count=limit + 1),
+        lambda: store.client.create_stream("sc", "new", limit + 1),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        ResourceExhaustedError,
+        f"segment_count {limit + 1} is over the limit of {limit} open segments per stream",
+        "--max-segments-per-stream",
+    )
+    assert isinstance(error, ResourceExhaustedError) and error.cause == "stream_segment_limit"
 
 
 def test_a_read_budget_that_is_not_positive_is_an_invalid_argument(store: Store) -> None:
@@ -453,7 +468,7 @@ def test_a_gap_is_refused_unless_it_lies_in_numbers_the_writer_discarded(store: 
     assert payloads(store.client, name) == [b"kept 0", b"kept 1", b"kept 2", b"after"]
 
 
-@pytest.mark.parametrize("split_count", [-1, 0, 1, 65])
+@pytest.mark.parametrize("split_count", [-1, 0, 1])
 def test_a_split_count_out_of_range_is_an_invalid_argument(store: Store, split_count: int) -> None:
     _expect(
         store.stub.ScaleStream,
@@ -464,6 +479,22 @@ def test_a_split_count_out_of_range_is_an_invalid_argument(store: Store, split_c
         grpc.StatusCode.INVALID_ARGUMENT,
         InvalidArgumentError,
         f"got {split_count!r}",
+    )
+
+
+@pytest.mark.parametrize("over", [1, 2**31 - 1])
+def test_a_split_past_the_stream_limit_is_refused_naming_the_limit(store: Store, over: int) -> None:
+    limit = store.server.store.config.max_segments_per_stream
+    split_count = min(limit - 1 + over, 2**31 - 1)  # sc/st has 3 open segments
+    _expect(
+        store.stub.ScaleStream,
+        pb.ScaleStreamRequest(
+            scope="sc", stream="st", sealed_segments=[1], split_count=split_count
+        ),
+        lambda: store.client.scale_stream("sc", "st", [1], split_count),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        ResourceExhaustedError,
+        f"stream sc/st would have {split_count + 2} open segments, over the limit of {limit}",
     )
 
 

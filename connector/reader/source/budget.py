@@ -32,10 +32,11 @@ from typing import NamedTuple
 from connector.client.connection import StoreClient
 from connector.groups.state import (
     GroupState,
+    ReportedPosition,
     SegmentCursor,
     Successor,
-    advance,
-    finish,
+    advance_all,
+    finish_all,
     plan_cut,
     unassigned_oldest_first,
     writers_event_time,
@@ -246,17 +247,18 @@ def apply(
     """The group state and segment ends after ``decision``; pure."""
     ends = dict(ends)
     reachable = {segment: offset for segment, (offset, _) in decision.reached.items()}
+    positions: dict[str, ReportedPosition] = {}
     for segment, offset in plan_cut(state, reachable).items():
         if segment in reachable:
             # Held back by an end cut, a cursor stops short of the plan: its event time
             # there is not known.
             known = offset == reachable[segment]
             event_time = decision.event_times.get(segment) if known else None
-            state = advance(state, segment, offset, decision.reached[segment][1], event_time)
-    for segment, successors in decision.ended.items():
+            positions[segment] = (offset, decision.reached[segment][1], event_time)
+    state = advance_all(state, positions)
+    for segment in decision.ended:
         ends[segment] = state.cursors[segment].offset
-        state = finish(state, segment, successors)
-    return state, ends
+    return finish_all(state, decision.ended), ends
 
 
 def advance_within(

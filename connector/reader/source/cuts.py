@@ -19,9 +19,10 @@ from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.groups.state import (
     GroupState,
+    ReportedPosition,
     Successor,
-    advance,
-    finish,
+    advance_all,
+    finish_all,
     writers_event_time,
 )
 from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
@@ -315,6 +316,8 @@ def _along_lineage(
     ends: dict[str, int] = {}
     looked_at: set[str] = set()
     while todo := sorted(set(state.cursors) - looked_at):
+        moved: dict[str, ReportedPosition] = {}
+        ended: dict[str, list[Successor]] = {}
         for segment in todo:
             looked_at.add(segment)
             info = client.segment_info(segment)
@@ -324,15 +327,15 @@ def _along_lineage(
                 if not segments[segment].sealed:  # sealed since described: its successors are new
                     stream = SegmentId.parse(segment).stream_id
                     segments.update(by_name(describe_streams(client, [stream])))
-                successors = [
+                ended[segment] = [
                     Successor(d.segment, d.predecessors, d.creation_time)
                     for d in map(segments.__getitem__, segments[segment].successors)
                 ]
                 ends[segment] = where.offset
-                state = finish(state, segment, successors)
             elif where.offset > cursor.offset or (
                 where.watermark is not None and where.watermark > cursor.watermark
             ):
                 watermark = cursor.watermark if where.watermark is None else where.watermark
-                state = advance(state, segment, where.offset, watermark)
+                moved[segment] = (where.offset, watermark, None)
+        state = finish_all(advance_all(state, moved), ended)
     return TimeState(state, ends)

@@ -17,10 +17,11 @@ The initial watermark of a segment (its creation time - 1) is a rule the
 store shares, so it lives below both: :func:`connector.model.initial_watermark`.
 
 The event-time domain (watermarks asserted by writers, seed 002) is one
-more subclass whose :meth:`~TimeKeeping.watermark` reads those, with the
+more subclass whose :attr:`~TimeKeeping.group_time` is those, with the
 same group rule (:mod:`~connector.groups.state`) and the same rise
 and lateness rules as the others: planners, readers and both engines ask
-only :class:`TimeKeeping`.
+only :class:`TimeKeeping` (a reader that keeps the group's time as its
+positions move asks :meth:`TimeKeeping.watermark_of` of it).
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from typing import Any, ClassVar, TypeVar
 
 from connector.errors import InvalidArgumentError
 from connector.groups.state import (
+    INGESTION_WATERMARK,
     NO_WRITER,
+    WRITERS_EVENT_TIME,
     GroupState,
-    group_event_time,
-    group_watermark,
+    GroupTime,
 )
 from connector.reader.events import TimeDomain
 from connector.timestamps import END_OF_TIME, IngestionTimeAssigner, TimestampAssigner
@@ -74,7 +76,9 @@ class TimeKeeping(ABC):
     #: Whether this domain yields watermarks at all.
     has_watermarks: ClassVar[bool]
 
-    @abstractmethod
+    #: Which of its segments' times the group's watermark is made of (None: no watermarks).
+    group_time: ClassVar[GroupTime | None]
+
     def watermark(
         self, state: GroupState, fresher: Mapping[str, int | None] | None = None
     ) -> int | None:
@@ -83,6 +87,19 @@ class TimeKeeping(ABC):
         ``fresher`` maps readable segments to newer values than the state's
         (a reader's own positions), each what :meth:`kept` keeps of one.
         Not yet checked to rise.
+        """
+        if self.group_time is None:
+            return None
+        return self.watermark_of(self.group_time.least(state, fresher), state.is_done)
+
+    @abstractmethod
+    def watermark_of(self, group_time: int | None, done: bool) -> int | None:
+        """The watermark of a group whose :attr:`group_time` is ``group_time``, or None.
+
+        ``done``: whether the group has read everything. :meth:`watermark`
+        is this of the group's time at a state; a reader that keeps the
+        group's time itself (:class:`~connector.groups.tracking.GroupTimeTracker`)
+        asks this directly. Not yet checked to rise.
         """
 
     def kept(self, watermark: int, event_time: int | None) -> int | None:
@@ -169,8 +186,9 @@ class ProcessingTime(TimeKeeping):
 
     domain: ClassVar[TimeDomain] = TimeDomain.PROCESSING_TIME
     has_watermarks: ClassVar[bool] = False
+    group_time: ClassVar[GroupTime | None] = None
 
-    def watermark(self, state: GroupState, fresher: Mapping[str, int | None] | None = None) -> None:
+    def watermark_of(self, group_time: int | None, done: bool) -> None:
         """None: this domain has no watermarks."""
         return None
 
@@ -209,10 +227,12 @@ class IngestionTime(_Lagged):
     """The ingestion-time domain: the group watermark less ``max_event_time_lag``."""
 
     domain: ClassVar[TimeDomain] = TimeDomain.INGESTION_TIME
+    group_time: ClassVar[GroupTime | None] = INGESTION_WATERMARK
 
-    def watermark(self, state: GroupState, fresher: Mapping[str, int | None] | None = None) -> int:
+    def watermark_of(self, group_time: int | None, done: bool) -> int:
         """The group watermark less the lag; END_OF_TIME once the group is done."""
-        return self._less_lag(group_watermark(state, fresher))  # type: ignore[arg-type]
+        assert group_time is not None  # every segment has an ingestion watermark
+        return self._less_lag(group_time)
 
 
 @dataclass(frozen=True)
@@ -230,22 +250,20 @@ class EventTime(_Lagged):
     """
 
     domain: ClassVar[TimeDomain] = TimeDomain.EVENT_TIME
+    group_time: ClassVar[GroupTime | None] = WRITERS_EVENT_TIME
 
     def kept(self, watermark: int, event_time: int | None) -> int | None:
         """The writers' event time: the event-time domain's watermark is made of those."""
         return event_time
 
-    def watermark(
-        self, state: GroupState, fresher: Mapping[str, int | None] | None = None
-    ) -> int | None:
+    def watermark_of(self, group_time: int | None, done: bool) -> int | None:
         """The group's writers' event time less the lag; END_OF_TIME once the group is done.
 
         None while a segment's event time is not known (not read since it
         was placed), or while no writer holds any: no watermark then.
         """
-        group = group_event_time(state, fresher)
-        if group is None:
+        if group_time is None:
             return None
-        if state.is_done:
+        if done:
             return END_OF_TIME
-        return None if group == NO_WRITER else self._less_lag(group)
+        return None if group_time == NO_WRITER else self._less_lag(group_time)

@@ -45,6 +45,7 @@ from connector.store.streams import (
     apply_scaled,
     apply_sealed,
     apply_truncated_heads,
+    place,
 )
 
 __all__ = ["Catalog", "StreamEntry"]
@@ -269,7 +270,7 @@ class Catalog:
         return segment
 
     def _place(self, entry: StreamEntry[Segment], segment: Segment) -> None:
-        entry.segments[segment.number] = segment
+        place(entry, segment)
         self._segments[segment.name] = segment
 
     def _make_folder(self, entry: StreamEntry[Segment]) -> str:

@@ -3,7 +3,14 @@
 A data file may hold more than its segment's journal committed (an append
 whose group never became durable): the extra bytes were never acknowledged
 and are cut. It may never hold less: that would mean acknowledged data lost,
-and the store refuses to start rather than serve a gap.
+and the store refuses to start rather than serve a gap. A journal damaged
+beyond a torn tail is refused too (:mod:`connector.store.file.journal`), before
+any data file is touched, so a damaged commit never makes acknowledged data
+look unacknowledged. Neither refusal cuts or deletes anything: ``tidemarkctl
+data-dir check`` says what is damaged, ``data-dir repair`` salvages
+(:mod:`connector.store.file.salvage`). A flipped bit inside a data file is not
+looked for here (that would read every byte at every start): reads check
+every frame they serve.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 
-from connector.errors import FailedPreconditionError
+from connector.errors import DataDirDamagedError, quoted
 from connector.store.file.catalog import Catalog
 from connector.store.file.data_dir import unusable
 from connector.store.file.journal import Journal
@@ -42,8 +49,9 @@ def recover(catalog: Catalog, journal: Journal) -> int:
     Returns how many records were replayed.
 
     Raises:
-        FailedPreconditionError: a data file holds less than was committed, or
-            the journal holds a record of an unknown kind.
+        DataDirDamagedError: the journal is damaged beyond a torn tail, or a
+            data file holds less than was committed; nothing was cut.
+        FailedPreconditionError: the journal holds a record of an unknown kind.
     """
     records = 0
     catalog.recovering = True
@@ -59,10 +67,12 @@ def recover(catalog: Catalog, journal: Journal) -> int:
         size = segment.data_size()
         if size < segment.committed_end:
             msg = (
-                f"segment {segment.name!r} has {size} bytes of data but "
-                f"{segment.committed_end} were committed"
+                f"data file {quoted(segment.data_path)} of segment {segment.name!r} holds "
+                f"{size} bytes but {segment.committed_end} were committed: acknowledged data "
+                "is missing. Nothing was cut. See what is damaged with: tidemarkctl data-dir "
+                f"check {quoted(os.path.dirname(journal.path))}"
             )
-            raise FailedPreconditionError(msg)
+            raise DataDirDamagedError(msg, segment.data_path, size)
         if size > segment.committed_end:
             _log.warning(
                 "segment %s: cutting %d unacknowledged bytes",

@@ -23,6 +23,7 @@ from connector.framing import encode_frames
 from connector.model import AppendResult, ReplicaState, StreamDescription
 from connector.store.assertions import marks_after
 from connector.store.boundaries import checkpoints
+from connector.store.changes import StreamChanges
 from connector.store.config import StoreConfig, StoreObserver, default_open_files
 from connector.store.engine import (
     AppendOutcome,
@@ -41,6 +42,7 @@ from connector.store.file.recovery import open_journal, recover
 from connector.store.file.segment import Segment
 from connector.store.file.sequencer import Publish, Sequencer
 from connector.store.front import StoreFront
+from connector.store.published import PublishedSegment
 from connector.store.records import (
     Committed,
     Record,
@@ -121,6 +123,10 @@ class FileEngine:
     def describe(self, scope: str, stream: str) -> StreamDescription:
         """The stream's segments, lineage and epochs."""
         return self._catalog.stream(scope, stream).describe()
+
+    def changes(self, scope: str, stream: str) -> StreamChanges[PublishedSegment]:
+        """The record of the stream's changes."""
+        return self._catalog.stream(scope, stream).changes
 
     def segment(self, name: str, offset: int = 0, known_watermark: int | None = None) -> Segment:
         """The segment ``name``: what is published here is all there is."""

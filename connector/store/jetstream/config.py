@@ -8,7 +8,13 @@ from connector.errors import InvalidArgumentError
 from connector.store.config import StorageConfig
 from connector.store.jetstream.naming import check_namespace
 
-__all__ = ["JetStreamConfig"]
+__all__ = ["JETSTREAM_MAX_SEGMENTS_PER_STREAM", "JetStreamConfig"]
+
+#: The most open segments a stream may have on JetStream: a seal, and a writer's assertion,
+#: is one atomic batch of a message per open segment and the stream's record, and the
+#: cluster takes at most 1,000 messages in a batch (nats-server's jetstream.limits.batch.max_msgs
+#: default).
+JETSTREAM_MAX_SEGMENTS_PER_STREAM = 999
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,10 @@ class JetStreamConfig(StorageConfig):
         request_timeout_s: how long one request to the cluster may take.
         read_cache_bytes: how many bytes of fetched and published messages a
             server keeps for reads (least recently used go first).
+        max_segments_per_stream: as on every storage, but at most
+            :data:`JETSTREAM_MAX_SEGMENTS_PER_STREAM` (999), and that by
+            default: a seal or an assertion is one atomic batch with a message
+            per open segment, and a batch holds at most 1,000 messages.
     """
 
     servers: tuple[str, ...] = ("nats://127.0.0.1:4222",)
@@ -51,6 +61,7 @@ class JetStreamConfig(StorageConfig):
     unavailable_retry_s: float = 10.0
     request_timeout_s: float = 2.0
     read_cache_bytes: int = 64 * 1024 * 1024
+    max_segments_per_stream: int = JETSTREAM_MAX_SEGMENTS_PER_STREAM
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -73,6 +84,14 @@ class JetStreamConfig(StorageConfig):
                 raise InvalidArgumentError(msg)
         if (self.user is None) != (self.password_file is None):
             msg = "user and password_file go together"
+            raise InvalidArgumentError(msg)
+        most = JETSTREAM_MAX_SEGMENTS_PER_STREAM
+        if self.max_segments_per_stream > most:
+            msg = (
+                f"max_segments_per_stream must be at most {most} on JetStream (a seal or an "
+                "assertion is one atomic batch of a message per open segment, and a batch "
+                f"holds at most 1,000 messages), got {self.max_segments_per_stream!r}"
+            )
             raise InvalidArgumentError(msg)
         if not isinstance(self.read_cache_bytes, int) or self.read_cache_bytes < 0:
             msg = f"read_cache_bytes must be >= 0, got {self.read_cache_bytes!r}"

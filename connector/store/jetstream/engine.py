@@ -11,13 +11,20 @@ errors, so no engine error ever reaches a client as a wrong status:
   nats-py reports like a missing stream), a request timed out (its outcome is
   unknown), the connection is down. Never NOT_FOUND;
 - :class:`WrongLastSequence`: a publish's expected last sequence did not hold
-  (JetStream error 10071): someone else wrote first;
+  (JetStream error 10071): someone else wrote first. Only 10071 says so;
+- :class:`SubjectBusy` (an :class:`EngineUnavailable`): JetStream error
+  10164, another conditional publish on the same subject is not committed
+  yet. This publish was not stored, but whether its expectation holds is
+  unknown: the one in flight (an earlier try of this very write, whose
+  answer timed out while the cluster had no quorum) may still be stored
+  once a quorum is back. So it is never a refusal: a caller that cannot
+  take "not stored, try again" retries with backoff and ends UNAVAILABLE;
 - :class:`StreamMissing` and :class:`NoMessage`: JetStream said the stream,
   or the message, does not exist (a proper answer, codes 10059 and 10037);
 - :class:`EngineRefused`: any other refusal, with JetStream's description.
 
 :class:`Backoff` is the retry rule across unavailability: waits from 50 ms
-doubling to 1 s, for at most ``unavailable_retry_s`` in all.
+doubling to 1 s, with jitter, for at most ``unavailable_retry_s`` in all.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import asyncio
 import base64
 import json
 import logging
+import random
 import ssl
 import threading
 import time
@@ -53,6 +61,7 @@ __all__ = [
     "Fetched",
     "NoMessage",
     "StreamMissing",
+    "SubjectBusy",
     "WrongLastSequence",
 ]
 
@@ -63,18 +72,31 @@ _T = TypeVar("_T")
 _API = "$JS.API"
 _EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 _KV_OPERATION = "KV-Operation"
-_WRONG_LAST_SEQUENCE = frozenset({10071, 10164})
+_WRONG_LAST_SEQUENCE = 10071
+#: JetStream's "wrong last sequence" without a sequence: another conditional publish on the
+#: subject is in flight (not committed yet). Not a refusal: see SubjectBusy.
+_SUBJECT_BUSY = 10164
 _STREAM_NOT_FOUND = 10059
 _NO_MESSAGE = 10037
 _CLUSTER_UNAVAILABLE = frozenset({10008, 10074, 10075})
+#: The shortest timeout a request is given when a call's budget is nearly spent.
+_LEAST_TIMEOUT_S = 0.01
 
 
 class EngineUnavailable(StoreUnavailableError):
     """The JetStream cluster could not answer (no quorum, no leader, timed out, disconnected)."""
 
 
+class SubjectBusy(EngineUnavailable):
+    """Another conditional publish on the subject is not committed yet (JetStream error 10164).
+
+    This publish was not stored; whether its expected sequence holds is
+    unknown until the one in flight is committed or dropped.
+    """
+
+
 class WrongLastSequence(TidemarkError):
-    """A publish or key update expected a last sequence that no longer holds."""
+    """A publish or key update expected a last sequence that no longer holds (error 10071)."""
 
 
 class StreamMissing(TidemarkError):
@@ -103,8 +125,13 @@ def _refusal(error: Mapping[str, Any], what: str) -> TidemarkError:
     """The error a JetStream API error object stands for."""
     code = error.get("err_code")
     description = error.get("description", "")
-    if code in _WRONG_LAST_SEQUENCE:
+    if code == _WRONG_LAST_SEQUENCE:
         return WrongLastSequence(f"{what}: {description}")
+    if code == _SUBJECT_BUSY:
+        return SubjectBusy(
+            f"{what}: another write to the same key or segment is not committed yet "
+            f"(the JetStream cluster may have lost its quorum; {description})"
+        )
     if code == _STREAM_NOT_FOUND:
         return StreamMissing(f"{what}: {description}")
     if code == _NO_MESSAGE:
@@ -140,7 +167,15 @@ def translated(error: BaseException, what: str) -> BaseException:
 
 
 class Backoff:
-    """Waits between retries of a call across unavailability, for at most ``budget_s`` in all."""
+    """Waits between retries of a call across unavailability, for at most ``budget_s`` in all.
+
+    The waits grow exponentially, from ``first_s`` doubling up to ``most_s``,
+    each drawn at random from the upper half of its step (jitter), so calls
+    that failed together do not all try again together. One backoff is one
+    call's budget: what the call does between its tries (a request, bringing
+    a view up to date) is bounded by :meth:`left_s` too, so the call ends
+    within ``budget_s``.
+    """
 
     def __init__(self, budget_s: float, first_s: float = 0.05, most_s: float = 1.0):
         self._deadline = time.monotonic() + budget_s
@@ -148,13 +183,35 @@ class Backoff:
         self._wait_s = first_s
         self._most_s = most_s
 
+    def left_s(self) -> float:
+        """The seconds left of the budget (0 once it is spent)."""
+        return max(self._deadline - time.monotonic(), 0.0)
+
+    def bounded(self, timeout_s: float) -> float:
+        """``timeout_s``, or less: what is left of the budget (a request's own timeout)."""
+        return max(min(timeout_s, self.left_s()), _LEAST_TIMEOUT_S)
+
+    async def within(self, work: Awaitable[_T], what: str) -> _T:
+        """Awaits ``work`` for at most what is left of the budget (``what`` names it).
+
+        Raises:
+            EngineUnavailable: ``work`` did not end in time; it is cancelled,
+                its outcome unknown.
+        """
+        try:
+            return await asyncio.wait_for(work, self.bounded(self._budget_s))
+        except TimeoutError:
+            msg = f"{what}: the JetStream cluster did not answer in time"
+            raise EngineUnavailable(msg) from None
+
     async def after(self, error: EngineUnavailable) -> None:
         """Waits before the next try; raises ``error`` once the budget is spent."""
-        left = self._deadline - time.monotonic()
+        left = self.left_s()
         if left <= 0:
             msg = f"{error} (retried for {self._budget_s:g} s)"
             raise EngineUnavailable(msg) from None
-        await asyncio.sleep(min(self._wait_s, left))
+        wait_s = random.uniform(self._wait_s / 2, self._wait_s)  # noqa: S311 (jitter)
+        await asyncio.sleep(min(wait_s, left))
         self._wait_s = min(self._wait_s * 2, self._most_s)
 
 
@@ -364,11 +421,16 @@ class Engine:
         msg = await self._request(subject, payload, f"a publish to {subject}", headers, timeout_s)
         return self._acknowledged(msg, subject)
 
-    async def publish_atomic(self, messages: Sequence[tuple[str, bytes, Mapping[str, str]]]) -> int:
+    async def publish_atomic(
+        self,
+        messages: Sequence[tuple[str, bytes, Mapping[str, str]]],
+        timeout_s: float | None = None,
+    ) -> int:
         """Publishes ``messages`` as one atomic batch, all stored or none; returns the last seq.
 
         Each message's headers may carry its own expected last subject
-        sequence; the batch fails whole when any does not hold.
+        sequence; the batch fails whole when any does not hold. The answer
+        is waited for ``timeout_s`` (by default the request timeout).
 
         Raises:
             WrongLastSequence: an expectation did not hold; nothing was stored.
@@ -376,7 +438,7 @@ class Engine:
         """
         if len(messages) == 1:
             subject, payload, headers = messages[0]
-            return await self.publish(subject, payload, headers)
+            return await self.publish(subject, payload, headers, timeout_s=timeout_s)
         batch = uuid.uuid4().hex
         last = len(messages)
         try:
@@ -392,7 +454,8 @@ class Engine:
             "Nats-Batch-Sequence": str(last),
             "Nats-Batch-Commit": "1",
         }
-        msg = await self._request(subject, payload, f"an atomic batch to {subject}", committing)
+        what = f"an atomic batch to {subject}"
+        msg = await self._request(subject, payload, what, committing, timeout_s)
         return self._acknowledged(msg, subject)
 
     @staticmethod

@@ -168,7 +168,8 @@ class Followers:
 
         Calls that arrive while a sync they can share is under way (one that
         asked the stream after they arrived) wait for it instead of asking
-        again, so many readers asking at once cost one question.
+        again, so many readers asking at once cost one question. A caller
+        that stops waiting (cancelled) leaves the sync running for the others.
         """
         arrived = time.monotonic()
         shared = self._syncing.get(follower.stream_name)
@@ -176,6 +177,8 @@ class Followers:
             await asyncio.shield(shared[1])
             return
         task = asyncio.ensure_future(self._sync_now(follower))
+        # Its failure is retrieved even when every caller has stopped waiting (a call's budget).
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._syncing[follower.stream_name] = (time.monotonic(), task)
         try:
             await asyncio.shield(task)

@@ -112,7 +112,12 @@ class StreamLog:
         with self._lock:
             entry = self.entry
             return StreamEntry(
-                entry.scope, entry.stream, entry.epoch, entry.sealed, dict(entry.segments)
+                entry.scope,
+                entry.stream,
+                entry.epoch,
+                entry.sealed,
+                dict(entry.segments),
+                entry.changes,
             )
 
     def segment_named(self, name: str) -> JetStreamSegment:

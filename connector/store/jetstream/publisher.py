@@ -18,6 +18,13 @@ again by the function the store's front gave: the decision always stands on
 the state the write lands after. Each write is applied to this server's
 view as soon as JetStream acknowledges it (:meth:`~.log.StreamLog.apply_published`),
 so a writer reads its own writes on the server it wrote through.
+
+A write whose answer is lost, or that meets the cluster unable to answer,
+waits before its next try (a :class:`~.engine.Backoff`: exponential, with
+jitter), and everything it does is bounded by one budget,
+``unavailable_retry_s``: its requests, and the syncs between its tries. It
+then fails UNAVAILABLE, having cost the cluster a request or two a try, not
+a storm of them.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from connector.store.jetstream.engine import (
     Engine,
     EngineUnavailable,
     StreamMissing,
+    SubjectBusy,
     WrongLastSequence,
 )
 from connector.store.jetstream.follower import Follower
@@ -106,6 +114,22 @@ class Publisher:
         """Brings ``follower`` up to everything its stream held when this was called."""
         self._run(self._followers.sync(follower))
 
+    def _look_again(self, follower: Follower, backoff: Backoff) -> bool:
+        """Syncs ``follower`` within what is left of a call's budget; returns whether it did.
+
+        When the cluster cannot say, the call waits its turn (``backoff``,
+        which raises once the budget is spent) and tries again on the view
+        it has: a publish of unknown fate is then found stored (the next
+        try's expectation fails, and it looks again) or not.
+        """
+        syncing = self._followers.sync(follower)
+        try:
+            self._run(backoff.within(syncing, f"bringing {follower.log.name} up to date"))
+        except EngineUnavailable as error:
+            self._run(backoff.after(error))
+            return False
+        return True
+
     # --- stream records -----------------------------------------------------------
 
     def change(
@@ -130,8 +154,8 @@ class Publisher:
             except TidemarkError:
                 if synced:
                     raise
-                self.sync(follower)  # refused by this server's view: look at the cluster's
-                synced = True
+                # Refused by this server's view: look at the cluster's.
+                synced = self._look_again(follower, backoff)
                 continue
             if record is None:
                 return 0, None
@@ -142,15 +166,14 @@ class Publisher:
             meta = meta_subject(self._config.namespace, follower.uid)
             messages.append((meta, b"", {**meta_headers(record), **_expecting(meta_seq)}))
             try:
-                seq = self._run(self._nats.publish_atomic(messages))
+                timeout_s = backoff.bounded(self._config.request_timeout_s)
+                seq = self._run(self._nats.publish_atomic(messages, timeout_s))
             except WrongLastSequence:
-                self.sync(follower)
-                synced = True
+                synced = self._look_again(follower, backoff)
                 continue
             except EngineUnavailable as error:
                 self._run(backoff.after(error))
-                self.sync(follower)
-                synced = True
+                synced = self._look_again(follower, backoff)
                 continue
             except StreamMissing:
                 raise self._gone(follower) from None
@@ -194,8 +217,7 @@ class Publisher:
                 except FailedPreconditionError:
                     if synced:
                         raise
-                    self.sync(follower)
-                    synced = True
+                    synced = self._look_again(follower, backoff)
                     continue
                 if not batch.events:
                     mine = target.last_append_of(batch.writer_id)
@@ -204,14 +226,17 @@ class Publisher:
                     return AppendResult(target.snapshot().committed_end, 0, 0, batch.duplicates)
                 chunks = self._chunks(target, batch, token)
                 tried = (len(batch.events), batch.duplicates)
+                timeout_s = backoff.bounded(self._config.request_timeout_s)
                 try:
-                    stored = self._run(self._publish_appends(follower, target, chunks, last_seq))
+                    stored = self._run(
+                        self._publish_appends(follower, target, chunks, last_seq, timeout_s)
+                    )
                 except WrongLastSequence:
-                    self.sync(follower)
+                    self._look_again(follower, backoff)
                     continue
                 except EngineUnavailable as error:
                     self._run(backoff.after(error))
-                    self.sync(follower)
+                    self._look_again(follower, backoff)
                     continue
                 except StreamMissing:
                     raise self._gone(follower) from None
@@ -238,6 +263,7 @@ class Publisher:
         target: JetStreamSegment,
         chunks: list[tuple[bytes, Appended]],
         last_seq: int,
+        timeout_s: float,
     ) -> Appended:
         messages = []
         for i, (frames, message) in enumerate(chunks):
@@ -253,7 +279,7 @@ class Publisher:
             if i == 0:
                 headers.update(_expecting(last_seq))
             messages.append((target.subject, frames, headers))
-        seq = await self._nats.publish_atomic(messages)
+        seq = await self._nats.publish_atomic(messages, timeout_s)
         # An atomic batch takes consecutive sequences: the first is len - 1 before the last.
         for offset, (frames, message) in enumerate(chunks, seq - len(chunks) + 1):
             self._cache.put(follower.stream_name, offset, frames)
@@ -302,8 +328,8 @@ class Publisher:
             seq = await self._nats.publish(
                 segment.subject, b"", tick_headers(time_ms), expected_last_subject_seq=last_seq
             )
-        except WrongLastSequence:
-            return False  # written meantime (an append, or another server's tick)
+        except (WrongLastSequence, SubjectBusy):
+            return False  # written meantime or being written (an append, another tick)
         follower.log.apply_published(seq, segment.subject, TickMessage(time_ms))
         return True
 

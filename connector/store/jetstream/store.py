@@ -59,6 +59,8 @@ from connector.errors import (
 from connector.framing import HEADER, MAX_ROUTING_KEY_BYTES
 from connector.model import ReplicaState, StreamDescription
 from connector.names import SegmentId, validate_name
+from connector.revisions import left_by, unknown_outcome, untouched
+from connector.store.changes import StreamChanges
 from connector.store.config import StoreObserver
 from connector.store.engine import AppendOutcome, Creation, Decide, PlanBatch, Riding, Stored
 from connector.store.front import StoreFront
@@ -74,6 +76,7 @@ from connector.store.jetstream.naming import meta_subject, stream_config, stream
 from connector.store.jetstream.publisher import HEADER_ROOM, Publisher
 from connector.store.jetstream.segment import JetStreamSegment
 from connector.store.jetstream.state import StateBucket
+from connector.store.published import PublishedSegment
 from connector.store.records import Record, StreamCreated, StreamTruncated
 from connector.store.streams import StreamEntry
 
@@ -197,7 +200,7 @@ class JetStreamEngine:
             backoff = Backoff(self.config.unavailable_retry_s)
             while True:
                 try:
-                    return await attempt()
+                    return await backoff.within(attempt(), "a call to the cluster")
                 except EngineUnavailable as error:
                     await backoff.after(error)
 
@@ -239,6 +242,10 @@ class JetStreamEngine:
     def stream(self, scope: str, stream: str) -> StreamEntry[JetStreamSegment]:
         """The stream as this server's view holds it now."""
         return self._follower(scope, stream).log.snapshot()
+
+    def changes(self, scope: str, stream: str) -> StreamChanges[PublishedSegment]:
+        """The record of the stream's changes as this server applied them (pushed or pulled)."""
+        return self._follower(scope, stream).log.entry.changes
 
     def describe(self, scope: str, stream: str) -> StreamDescription:
         """The stream as the cluster has it: this server's view is brought up to date first."""
@@ -501,29 +508,40 @@ class JetStreamEngine:
         """A compare-and-set on the bucket.
 
         A try whose answer the cluster lost and that finds the value and the
-        revision it would have left counts as written.
+        revision it would have left counts as written; one that finds the
+        value moved on since cannot tell, and the call is UNAVAILABLE (see
+        :mod:`connector.revisions`).
         """
         backoff = Backoff(self.config.unavailable_retry_s)
         unknown = False
         while True:
             try:
-                written = self._run(self._states.compare_and_set(key, expected_revision, value))
+                setting = self._states.compare_and_set(key, expected_revision, value)
+                written = self._run(backoff.within(setting, f"a compare-and-set of {key!r}"))
                 break
             except EngineUnavailable as error:
                 unknown = True
                 self._run(backoff.after(error))
         current = self.get_state(key)
         if not written and unknown:
-            written = current.revision == expected_revision + 1 and current.value == value
+            written = left_by(current.revision, current.value, expected_revision, value)
+            if not written and not untouched(current.revision, expected_revision):
+                msg = unknown_outcome("a compare-and-set", key, expected_revision, current.revision)
+                raise EngineUnavailable(msg)
         return written, current
 
     def delete_state(self, key: str, expected_revision: int) -> tuple[bool, Stored]:
-        """A deletion on the bucket; a try whose answer was lost may have deleted it."""
+        """A deletion on the bucket; a try whose answer was lost may have deleted it.
+
+        It did when the value is gone with the revision it expected; when a
+        value was stored again since, the call is UNAVAILABLE (unknown).
+        """
         backoff = Backoff(self.config.unavailable_retry_s)
         unknown = False
         while True:
             try:
-                deleted = self._run(self._states.delete(key, expected_revision))
+                deleting = self._states.delete(key, expected_revision)
+                deleted = self._run(backoff.within(deleting, f"a deletion of {key!r}"))
                 break
             except EngineUnavailable as error:
                 unknown = True
@@ -532,6 +550,9 @@ class JetStreamEngine:
         if not deleted and unknown:
             stored = self._retrying(lambda: self._states.get(key))
             deleted = stored.revision == 0 and stored.last_revision == expected_revision
+            if not deleted and not untouched(stored.revision, expected_revision):
+                msg = unknown_outcome("a deletion", key, expected_revision, stored.revision)
+                raise EngineUnavailable(msg)
         return deleted, current
 
     # --- operations -----------------------------------------------------------------------

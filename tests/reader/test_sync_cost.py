@@ -1,0 +1,160 @@
+"""What a reader group's bookkeeping costs over thousands of segments: counted work, not timings.
+
+Every :class:`GroupState` built copies its cursor table, so the number of
+states a change builds (and the cursors they copy) is the cost counted here.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+import pytest
+
+from connector.client import JsonSerializer, StoreClient, StreamManager
+from connector.groups.record import GroupRecord
+from connector.groups.state import GroupState, Successor
+from connector.reader import ReaderConfig, ReaderGroup, ReaderGroupManager, TimeDomain
+from connector.reader.membership import sync
+from connector.reader.source.timekeeping import TimeKeeping
+
+SEGMENTS = 4_096
+NOW = 1_000_000
+LEASE = 30_000
+
+
+@pytest.fixture
+def copied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of the cursor table of each GroupState built from now on (each is a copy)."""
+    sizes: list[int] = []
+    build = GroupState.__post_init__
+
+    def counting(state: GroupState) -> None:
+        build(state)
+        sizes.append(len(state.cursors))
+
+    monkeypatch.setattr(GroupState, "__post_init__", counting)
+    return sizes
+
+
+def held_by_one_reader(segments: int) -> GroupRecord:
+    names = [f"s/t/{n}" for n in range(segments)]
+    state = GroupState.starting_at(dict.fromkeys(names, 0), dict.fromkeys(names, 100))
+    base = GroupRecord(("s/t",), 1, state)
+    return sync(base, "a", {}, NOW, generation=1, finished={}, lease_ms=LEASE)
+
+
+def test_a_sync_after_a_tick_round_copies_the_cursor_table_once_not_once_per_segment(
+    copied: list[int],
+) -> None:
+    record = held_by_one_reader(SEGMENTS)
+    ticked = {segment: (0, 200, None) for segment in record.state.cursors}
+    copied.clear()
+    after = sync(record, "a", ticked, NOW, generation=1, finished={}, lease_ms=LEASE)
+    assert {c.watermark for c in after.state.cursors.values()} == {200}
+    assert sum(copied) <= SEGMENTS, (
+        f"{len(copied)} copies of the cursor table, {sum(copied)} cursors"
+    )
+
+
+def test_an_idle_sync_copies_no_cursor_table(copied: list[int]) -> None:
+    record = held_by_one_reader(SEGMENTS)
+    unchanged = {segment: (0, 100, None) for segment in record.state.cursors}
+    copied.clear()
+    after = sync(record, "a", unchanged, NOW + 1, generation=1, finished={}, lease_ms=LEASE)
+    assert after == record  # nothing to write
+    assert copied == []
+
+
+def test_finishing_every_segment_of_a_merged_group_in_one_sync_copies_the_tables_once(
+    copied: list[int],
+) -> None:
+    record = held_by_one_reader(SEGMENTS)
+    merges = {
+        f"s/t/{n}": [
+            Successor(f"s/t/{SEGMENTS + n // 2}", (f"s/t/{n - n % 2}", f"s/t/{n | 1}"), 500)
+        ]
+        for n in range(SEGMENTS)
+    }
+    copied.clear()
+    after = sync(record, "a", {}, NOW, generation=1, finished=merges, lease_ms=LEASE)
+    assert sorted(after.state.cursors) == sorted(
+        f"s/t/{SEGMENTS + n}" for n in range(SEGMENTS // 2)
+    )
+    assert not after.state.waiting
+    assert sum(copied) <= SEGMENTS, (
+        f"{len(copied)} copies of the cursor table, {sum(copied)} cursors"
+    )
+
+
+# --- a reader over 1,024 idle segments on a real server -----------------------------------
+
+IDLE_SEGMENTS = 1_024
+STREAM_SEGMENTS = 64  # the most a stream is created with
+
+
+@pytest.fixture
+def idle_group(store_client: StoreClient) -> ReaderGroup:
+    """A group at the tails of 1,024 idle segments (16 streams of 64), with no reader yet."""
+    scope = "idle"
+    manager = StreamManager(store_client)
+    manager.create_scope(scope)
+    streams = [f"{scope}/s{n}" for n in range(IDLE_SEGMENTS // STREAM_SEGMENTS)]
+    for name in streams:
+        manager.create_stream(scope, name.split("/")[1], STREAM_SEGMENTS)
+    return ReaderGroupManager(store_client).create_reader_group(scope, "g", streams, "latest")
+
+
+class Counted:
+    """Counts calls of methods of one object, or of a class, by name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self._monkeypatch = monkeypatch
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def count(self, owner: Any, name: str, *, classmethod_: bool = False) -> None:
+        original = getattr(owner, name)
+        original = original.__func__ if classmethod_ else original
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return original(*args, **kwargs)
+
+        self._monkeypatch.setattr(owner, name, classmethod(counting) if classmethod_ else counting)
+
+
+def test_an_idle_reader_syncs_with_one_store_read_no_write_and_no_parse(
+    idle_group: ReaderGroup, store_client: StoreClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with idle_group.create_reader("r", JsonSerializer(), sync_interval_ms=5) as reader:
+        assert len(reader.segments) == IDLE_SEGMENTS
+        counted = Counted(monkeypatch)
+        counted.count(store_client, "get_state")
+        counted.count(store_client, "compare_and_set_state")
+        counted.count(GroupRecord, "from_json", classmethod_=True)
+        deadline = time.monotonic() + 10
+        while counted.calls["get_state"] < 20 and time.monotonic() < deadline:
+            assert reader.read_next_event(timeout_ms=20) is None
+        syncs = counted.calls["get_state"]
+        assert syncs >= 20, f"{syncs} syncs in 10 s"
+        assert counted.calls["compare_and_set_state"] == 0, "an idle sync wrote the group's state"
+        assert counted.calls["from_json"] == 0, (
+            f"{counted.calls['from_json']} parses in {syncs} syncs"
+        )
+
+
+def test_a_read_pass_of_an_idle_reader_looks_at_no_segment(
+    idle_group: ReaderGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME)
+    with idle_group.create_reader("r", JsonSerializer(), config) as reader:
+        first = reader.read_next_event(timeout_ms=1)
+        assert first is not None and first.is_watermark  # the group's, once
+        counted = Counted(monkeypatch)
+        counted.count(TimeKeeping, "kept")  # a segment's part in the watermark, looked at
+        passes = 200
+        for _ in range(passes):
+            assert reader.read_next_event(timeout_ms=1) is None
+        looked_at = counted.calls["kept"]
+        assert looked_at < IDLE_SEGMENTS, f"{looked_at} segments looked at in {passes} passes"
