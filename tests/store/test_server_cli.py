@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -106,6 +107,29 @@ def test_a_start_the_server_refuses_is_one_line_without_the_usage_block(
     assert lines == [lines[0]] and lines[0].startswith("tidemark-server: error: "), refused.stderr
     assert expected in lines[0]
     assert "usage:" not in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_port_in_use_is_one_line_on_stderr_and_leaves_no_data_dir_behind(
+    tmp_path: pathlib.Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listen = f"127.0.0.1:{taken.getsockname()[1]}"
+        command = [sys.executable, "-m", "connector.server", "--data-dir", "data"]
+        refused = subprocess.run(
+            [*command, "--listen", listen],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert refused.returncode == 2
+    # Nothing before it: no gRPC log line of the failed bind, no store opened.
+    error = f"tidemark-server: error: cannot listen on {listen!r}: the address is in use\n"
+    assert refused.stderr == error
+    assert not (tmp_path / "data").exists()
 
 
 def test_a_bad_command_line_still_gets_the_usage(tmp_path: pathlib.Path) -> None:
