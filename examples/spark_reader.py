@@ -101,12 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import SparkSession
 
     import spark_adapter
+    from spark_adapter.session import WORKER_CONFIG
 
-    spark = (
-        SparkSession.builder.appName(f"tidemark {args.stream}")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.appName(f"tidemark {args.stream}")
+    for key, value in {"spark.ui.showConsoleProgress": "false", **WORKER_CONFIG}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.conf.set("spark.sql.shuffle.partitions", str(args.partitions))
     spark_adapter.register(spark)

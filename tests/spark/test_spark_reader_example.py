@@ -56,6 +56,7 @@ def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_serve
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr.replace("WARN ", ""), done.stderr[-3000:]
     printed = [LINE.match(line) for line in done.stdout.splitlines()]
     assert all(printed), done.stdout
     events = [(m.group(3), m.group(4), bool(m.group(5))) for m in printed if m]
