@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.readme import ROOT
+from tests.readme import README, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -49,3 +49,11 @@ def test_the_api_reference_shows_the_public_names_docstrings(site: pathlib.Path)
     # Read without PyFlink installed: the builder's methods are there all the same.
     flink = (reference / "flink_adapter.html").read_text()
     assert 'id="flink_adapter.FlinkTidemarkReaderBuilder.with_time_domain"' in flink
+
+
+def test_the_readme_is_a_way_in_of_at_most_300_lines_with_a_quickstart_of_at_most_60() -> None:
+    lines = README.read_text().splitlines()
+    start = lines.index("## Quickstart")
+    end = next(n for n in range(start + 1, len(lines)) if lines[n].startswith("## "))
+    assert len(lines) <= 300
+    assert end - start <= 60
