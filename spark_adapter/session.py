@@ -18,12 +18,23 @@ if TYPE_CHECKING:
 
 __all__ = ["local_session", "register"]
 
+#: Settings for Spark's Python workers, on a cluster too: PySpark's own
+#: applyInPandasWithState (under ``order_by_event_time``) makes pandas warn
+#: (a FutureWarning of DataFrame concatenation) on every micro-batch; the
+#: workers leave that one out of their output, and no other.
+WORKER_CONFIG = {
+    "spark.executorEnv.PYTHONWARNINGS": (
+        "ignore:The behavior of DataFrame concatenation with empty:FutureWarning"
+    ),
+}
+
 #: The settings every local session here starts from.
 LOCAL_CONFIG = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
+    **WORKER_CONFIG,
 }
 
 

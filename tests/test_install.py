@@ -1,4 +1,4 @@
-"""How a user installs Tidemark: the README's install lines, and the names they install."""
+"""How a user installs Tidemark: the documentation's install lines, and the names they install."""
 
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ def _project() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
-def readme_install_lines() -> list[str]:
-    """Every ``pip install`` the README shows, in code spans and in code blocks."""
-    text = (ROOT / "README.md").read_text()
+def documented_install_lines() -> list[str]:
+    """Every ``pip install`` the README and docs/ show, in code spans and in code blocks."""
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
     return re.findall(r"pip install [^`\n#]*[^`\n# ]", text)
 
 
-def test_every_install_line_of_the_readme_installs_this_checkout() -> None:
-    lines = readme_install_lines()
+def test_every_install_line_of_the_documentation_installs_this_checkout() -> None:
+    lines = documented_install_lines()
     assert len(lines) >= 4, lines
     extras = set(_project()["optional-dependencies"])
     for line in lines:

@@ -44,6 +44,7 @@ __all__ = [
     "TidemarkctlCommand",
     "TidemarkctlGroup",
     "TidemarkctlRoot",
+    "failure_of",
 ]
 
 PROG = "tidemarkctl"

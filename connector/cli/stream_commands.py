@@ -13,14 +13,20 @@ from typing import Any
 
 import click
 
-from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup
+from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup, failure_of
 from connector.cli.params import STREAM_NAME
 from connector.cli.scope_commands import names_shown
 from connector.cli.tail import EventSeen, tail
 from connector.cli.watermark_commands import event_time_text, watermark_text
 from connector.client import BytesSerializer, EventWriter, StoreClient, StreamManager
 from connector.clock import utc_text
-from connector.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
+from connector.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    StoreUnavailableError,
+    TidemarkError,
+)
 from connector.model import StreamDescription
 from connector.names import SegmentId, StreamId
 
@@ -299,7 +305,8 @@ def stream_tail(
 ) -> None:
     """Prints events as they arrive, and each segment's watermark as it rises.
 
-    Times are ingestion times (the store's clock when it stored the event).
+    An event's line: its ingestion time (the store's clock when it stored
+    the event), segment@offset, key=ROUTING_KEY (- for none), the event.
     With -o json, one JSON object a line. Ctrl-C stops it (exit 0).
     """
     events = 0
@@ -324,7 +331,9 @@ def stream_tail(
                     "routing_key": item.routing_key,
                     "payload": payload,
                 }
-                text = f"{utc_text(item.ingestion_time)} {item.segment}@{item.offset} {payload}"
+                key = "-" if item.routing_key is None else item.routing_key
+                where = f"{item.segment}@{item.offset}"
+                text = f"{utc_text(item.ingestion_time)} {where} key={key} {payload}"
                 settings.emit(value, text)
                 if max_events is not None and events >= max_events:
                     return
@@ -355,18 +364,45 @@ def _routing_key(line: bytes, number: int, key_field: str | None, key: str | Non
     """The routing key of input line ``number``: the fixed one, its JSON field's, or none."""
     if key_field is None:
         return key
+    shown = line[:80].decode("utf-8", "backslashreplace")
     try:
         value = json.loads(line)
     except ValueError:
-        value = None
-    field = value.get(key_field) if isinstance(value, dict) else None
+        msg = f"line {number} is not JSON, and --key-field reads a JSON object: {shown!r}"
+        raise InvalidArgumentError(msg) from None
+    if not isinstance(value, dict):
+        msg = f"line {number} is not a JSON object, and --key-field reads one: {shown!r}"
+        raise InvalidArgumentError(msg)
+    field = value.get(key_field)
     if isinstance(field, bool) or not isinstance(field, str | int):
-        shown = line[:80].decode("utf-8", "backslashreplace")
         msg = (
             f"line {number} has no string or integer field {key_field!r} for --key-field: {shown!r}"
         )
         raise InvalidArgumentError(msg)
     return str(field)
+
+
+@contextlib.contextmanager
+def _refusal_ends_the_write(
+    settings: Settings, writer: EventWriter[bytes], handed: int
+) -> Iterator[None]:
+    """Ends the command when the store refuses a batch, saying how many events were stored.
+
+    ``handed`` is how many events were given to ``writer`` by the end of the
+    block. The writer's own message tells a program what to do with the
+    events it keeps queued; here they are dropped, and the message is the
+    store's refusal with the count.
+    """
+    try:
+        yield
+    except TidemarkError as error:
+        if isinstance(error, StoreUnavailableError):
+            raise
+        not_stored = writer.discard_pending()
+        refusal = error.__cause__ if isinstance(error.__cause__, TidemarkError) else error
+        failure = failure_of(refusal, settings.uri)
+        msg = f"{failure.message} ({handed - not_stored} events before it were stored)"
+        raise Failure(msg, failure.exit_code, failure.kind) from None
 
 
 @stream.command("write")
@@ -393,7 +429,7 @@ def stream_write(
         msg = "give --key-field FIELD or --key KEY, not both"
         raise click.UsageError(msg)
     source = sys.stdin.buffer
-    stored = 0
+    handed = 0  # events given to the writer: once a flush returns, every one is stored
     number = 0
     pending = b""
     # Not closed on an error: closing flushes, and the error already says what is not stored.
@@ -402,21 +438,24 @@ def stream_write(
         chunk = source.read1(1 << 16)  # what is there now, waiting only for the first byte
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop() if chunk else b""
-        queued = 0
-        try:
-            for line in lines:
-                number += 1
-                event = line.removesuffix(b"\r")
-                if event:
-                    writer.write_event(event, _routing_key(event, number, key_field, key))
-                    queued += 1
-        except InvalidArgumentError as error:
+        for line in lines:
+            number += 1
+            event = line.removesuffix(b"\r")
+            if not event:
+                continue
+            try:
+                routing_key = _routing_key(event, number, key_field, key)
+            except InvalidArgumentError as error:
+                with _refusal_ends_the_write(settings, writer, handed):
+                    writer.flush()
+                msg = f"{error} ({handed} events before it were stored)"
+                raise Failure(msg, 2, "InvalidArgumentError") from None
+            handed += 1
+            with _refusal_ends_the_write(settings, writer, handed):
+                writer.write_event(event, routing_key)
+        with _refusal_ends_the_write(settings, writer, handed):
             writer.flush()
-            msg = f"{error} ({stored + queued} events before it were stored)"
-            raise Failure(msg, 2, "InvalidArgumentError") from None
-        writer.flush()
-        stored += queued
         if not chunk:
             break
     writer.close()
-    return Shown({"stream": str(name), "events": stored}, f"wrote {stored} events to {name}")
+    return Shown({"stream": str(name), "events": handed}, f"wrote {handed} events to {name}")

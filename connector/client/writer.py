@@ -47,7 +47,7 @@ T = TypeVar("T")
 class WriterConfig:
     """Batching limits of an :class:`EventWriter`, and whether it asserts event time itself.
 
-    Attributes:
+    Args:
         max_batch_bytes: a segment's batch is sent once it holds this much.
         max_batch_events: ... or this many events.
         assert_watermarks_from: when set, the event time of each event
@@ -55,15 +55,18 @@ class WriterConfig:
             or the name of a JSON field holding it); after each
             :meth:`EventWriter.flush` the writer asserts the least event time
             it still accepts, minus one: the greatest event time written
-            less ``max_out_of_orderness_ms`` (Flink's bounded
+            less ``max_out_of_orderness`` (Flink's bounded
             out-of-orderness), less one. While it holds nobody back (before
             its first assertion, or after :meth:`EventWriter.mark_idle`), it
             first joins before its next events, in the call that carries
             them: at the least event time among them less the bound, less
             one, so none of them within the bound is late because the
             writer was not holding the watermark yet.
-        max_out_of_orderness_ms: how far behind the latest event time written
-            a later event may still be (ms, or a timedelta).
+        max_out_of_orderness: how far behind the latest event time written
+            a later event may still be (ms, or a timedelta); kept in ms as
+            the attribute ``max_out_of_orderness_ms``.
+
+    The other arguments are kept as attributes of their own names.
     """
 
     def __init__(

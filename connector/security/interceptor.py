@@ -55,6 +55,14 @@ def _token(metadata: Any) -> str | None:
     return None
 
 
+#: A call without a token is told how Tidemark's clients give one (any other: the header).
+_NO_TOKEN = (
+    "this store requires a bearer token: name a file holding it in the store URI "
+    "(tidemark://host:port?token_file=FILE), or in Spark's tokenFile option; "
+    "tidemarkctl token create makes one"
+)
+
+
 def authenticate(tokens: TokenTable, metadata: Any) -> Principal | Refusal:
     """Who the call's bearer token names, or why it is refused (``UNAUTHENTICATED``).
 
@@ -62,7 +70,7 @@ def authenticate(tokens: TokenTable, metadata: Any) -> Principal | Refusal:
     """
     token = _token(metadata)
     if token is None:
-        return grpc.StatusCode.UNAUTHENTICATED, "this store requires a bearer token"
+        return grpc.StatusCode.UNAUTHENTICATED, _NO_TOKEN
     principal = tokens.principal(token)
     if principal is None:
         return grpc.StatusCode.UNAUTHENTICATED, "the token is not valid for this store"

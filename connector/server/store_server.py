@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import logging
+import socket
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +52,33 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def address_in_use(listen: str) -> bool:
+    """Whether something already listens on ``listen`` (``host:port``; port 0 never is).
+
+    Asked before the store opens, so a port in use neither touches the data
+    dir nor gets as far as gRPC, which logs its failed bind on stderr. A host
+    that does not resolve is not in use: the bind itself says what is wrong.
+    """
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return False
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return False
+    for family, kind, protocol, _, address in addresses:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            try:
+                probe.bind(address)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    return True
+    return False
 
 
 class StoreServer:
@@ -108,6 +137,9 @@ class StoreServer:
                 f"refusing to listen on {listen!r} without authentication: give a token file, "
                 "listen on a loopback address, or allow unauthenticated access explicitly"
             )
+            raise InvalidArgumentError(msg)
+        if address_in_use(listen):
+            msg = f"cannot listen on {listen!r}: the address is in use"
             raise InvalidArgumentError(msg)
         self._parked = ParkedReads(max_parked_reads_per_connection)
         self.sessions = FetchSessions(fetch_limits)

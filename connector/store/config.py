@@ -34,7 +34,7 @@ class StorageConfig:
             with RESOURCE_EXHAUSTED (cause ``stream_segment_limit``). The
             store's costs per open segment are a few hundred bytes of memory
             and an idle tick every ``max_watermark_lag_ms``; a reader's, one
-            cursor of its fetch session (see the README's limits).
+            cursor of its fetch session (see docs/operating.md, "Limits").
         writer_idle_timeout_ms: a writer that asserted event time and then
             neither writes nor asserts for this long is marked idle by the
             store, so it stops holding the event-time watermark back (0:

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 import urllib.parse
 import urllib.request
 from typing import Any
 
+from tests.readme import free_port
+
 __all__ = ["free_port", "get", "metric"]
-
-
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def get(port: int, path: str) -> Any:

@@ -3,7 +3,7 @@
 :func:`standalone_cluster` copies the package's ``conf`` folder into a folder
 of the test's and sets there what is the test's own: free ports, fast
 failure detection, a restart strategy, file checkpoints and folders for logs
-and temporary files. The test starts the cluster with the README's commands,
+and temporary files. The test starts the cluster with docs/flink.md's commands,
 run with ``FLINK_CONF_DIR`` pointing there (:attr:`StandaloneCluster.env`),
 which set everything else (the interpreters, the slots). Afterwards it stops
 the cluster with ``bin/stop-cluster.sh``, then kills whatever of it is still
@@ -38,7 +38,7 @@ _SCRIPT_TIMEOUT_S = 120
 def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
     """The settings this test's cluster differs from the shipped ``config.yaml`` in.
 
-    Not the interpreters nor the slots: the README's commands set those.
+    Not the interpreters nor the slots: the page's commands set those.
     """
     return {
         "jobmanager.rpc.port": rest.free_port(),
@@ -132,7 +132,7 @@ class StandaloneCluster:
         return flat
 
     def shell(self, script: str, cwd: pathlib.Path) -> str:
-        """Runs ``script`` (the README's commands) with bash and this cluster's settings."""
+        """Runs ``script`` (the page's commands) with bash and this cluster's settings."""
         done = subprocess.run(
             ["bash", "-c", script],
             cwd=cwd,

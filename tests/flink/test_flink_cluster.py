@@ -1,6 +1,6 @@
-"""The adapter on a Flink standalone cluster: the README's recipe, a TaskManager killed, once.
+"""The adapter on a Flink standalone cluster: docs/flink.md's recipe, a TaskManager killed, once.
 
-One job, submitted the way the README says users go past one machine: its
+One job, submitted the way docs/flink.md says users go past one machine: its
 commands run as written (a JobManager and a TaskManager from the scripts
 apache-flink ships, the job given to ``flink run -py`` with the interpreters
 and path they name: :mod:`examples.flink_cluster_job`), a store server in a
@@ -8,7 +8,7 @@ process of its own. The source's functions must say over the REST API that
 they run in process mode, PyFlink's default, which the source leaves as it
 is. Once the job has finished part files for the first
 events (so a checkpoint completed), the TaskManager is killed with SIGKILL
-and a new one started with the README's command; the job restores from its
+and a new one started with the page's command; the job restores from its
 last checkpoint and goes on. Every event written must be in the finished
 files exactly once.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
-from tests.readme import localized, shell_block
+from tests.readme import DOCS, localized, shell_block
 
 from .standalone import standalone_cluster
 
@@ -59,7 +59,7 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
     output = tmp_path / "output"
     _write(client, range(200))
 
-    recipe = shell_block("flink_adapter.pythonpath")
+    recipe = shell_block("flink_adapter.pythonpath", DOCS / "flink.md")
     exports = [command for command in recipe if command.startswith("export ")]
     [start_task_manager] = [command for command in recipe if "taskmanager.sh start" in command]
     places = {

@@ -95,7 +95,7 @@ class EveryContextMethod(KeyedProcessFunction):
 
 
 class EveryContextMethodInThreadMode(EveryContextMethod):
-    """The same, as the README says to write it for thread mode: ``import flink_adapter`` first."""
+    """The same, as docs/flink.md says for thread mode: ``import flink_adapter`` first."""
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
         import flink_adapter  # noqa: F401, PLC0415 - PyFlink's RuntimeContext made whole here

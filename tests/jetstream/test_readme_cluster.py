@@ -1,4 +1,4 @@
-"""The README's commands for a JetStream cluster on one machine, run as written through a shell."""
+"""docs/cluster.md's commands for a JetStream cluster on one machine, run as written by a shell."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from connector.client import StoreClient, StreamManager
 from tests.conftest import _read_listening_line
-from tests.readme import README, localized, shell, shell_block, shell_env
+from tests.readme import DOCS, ROOT, localized, shell, shell_block, shell_env
 
 pytestmark = pytest.mark.slow
 
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 def test_make_cluster_up_a_server_on_it_and_cluster_down_as_the_readme_writes_them(
     tmp_path: pathlib.Path,
 ) -> None:
-    up, serve, down = shell_block("make cluster-up")
-    repository = README.parent
+    up, serve, down = shell_block("make cluster-up", DOCS / "cluster.md")
+    repository = ROOT
     where = {"CLUSTER_DIR": str(tmp_path / "cluster")}  # not the checkout's own .nats-cluster
     server: subprocess.Popen[bytes] | None = None
     try:

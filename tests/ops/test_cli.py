@@ -114,7 +114,7 @@ def test_stream_tail_prints_events_and_watermarks_as_they_arrive(
     store_server: StoreServer, stream_with_events: StoreClient, clock: ManualClock
 ) -> None:
     client = stream_with_events
-    client.append("ops/s/0", "w", 0, [b"before"])
+    client.append("ops/s/0", "w", 0, [b"before"], ["sensor-A"])
 
     def write_later() -> None:
         clock.advance(1_000)
@@ -146,7 +146,8 @@ def test_stream_tail_prints_events_and_watermarks_as_they_arrive(
         store_server.uri, "stream", "tail", "ops/s", "--from-start", "--duration", "0.5"
     )
     assert from_start.exit_code == 0
-    assert "ops/s/0@0 before" in from_start.output and "ops/s/1@" in from_start.output
+    assert "ops/s/0@0 key=sensor-A before" in from_start.output
+    assert "ops/s/1@0 key=- one" in from_start.output
     assert "-- watermark ops/s/0 2023-11-14T22:13:20" in from_start.output
 
 

@@ -200,10 +200,35 @@ def test_stream_write_stops_at_a_bad_line_naming_it_after_storing_the_lines_befo
     stored = _events(client, "iot/s/0") + _events(client, "iot/s/1")
     assert sorted(key for key, _ in stored) == ["A", "B"]
 
+    for line, said in [("not json", "is not JSON"), ("[1, 2]", "is not a JSON object")]:
+        bad = run(store_server.uri, "stream", "write", "iot/s", "--key-field", "sensor", stdin=line)
+        assert bad.exit_code == 2
+        assert bad.stderr == (
+            f"tidemarkctl: error: line 1 {said}, and --key-field reads "
+            f"{'a JSON object' if said == 'is not JSON' else 'one'}: {line!r} "
+            "(0 events before it were stored)\n"
+        )
+
     one_key = ok_json(store_server.uri, "stream", "write", "iot/s", "--key", "K", stdin="x\ny\n")
     assert one_key == {"stream": "iot/s", "events": 2}
     both = run(store_server.uri, "stream", "write", "iot/s", "--key", "K", "--key-field", "f")
     assert both.exit_code == 2
+
+
+def test_a_write_the_store_refuses_ends_with_its_reason_and_what_was_stored_not_python_advice(
+    store_server: StoreServer, client: StoreClient
+) -> None:
+    too_large = "x" * (1024 * 1024 + 1)  # over the store's default --max-event-size
+    refused = run(
+        store_server.uri, "stream", "write", "iot/s", "--key", "K", stdin=f"a\nb\n{too_large}\n"
+    )
+    assert refused.exit_code == 5, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("tidemarkctl: error: event ") and "over the limit of 1048576" in line
+    assert line.endswith(" (2 events before it were stored)"), line
+    assert "flush()" not in line and "discard_pending" not in line
+    stored = _events(client, "iot/s/0") + _events(client, "iot/s/1")
+    assert [payload for _, payload in stored] == [b"a", b"b"]
 
 
 def test_stream_write_stores_lines_as_they_arrive_from_a_pipe(

@@ -1,4 +1,4 @@
-"""The README's commands for operating a server, run as written through a shell."""
+"""The commands of docs/operating.md for running a server, run as written through a shell."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import subprocess
 import pytest
 
 from tests.conftest import _read_listening_line
-from tests.readme import localized, shell, shell_block, shell_env
+from tests.readme import DOCS, localized, shell, shell_block, shell_env
+
+PAGE = DOCS / "operating.md"
 
 pytestmark = pytest.mark.slow
 
 
 def test_start_health_and_stop_as_the_readme_writes_them(tmp_path: pathlib.Path) -> None:
-    start, health, stop = shell_block("kill -TERM")
+    start, health, stop = shell_block("kill -TERM", PAGE)
     pid_file = tmp_path / "tidemark.pid"
     places = {
         "/var/lib/tidemark": str(tmp_path / "data"),
@@ -35,7 +37,7 @@ def test_start_health_and_stop_as_the_readme_writes_them(tmp_path: pathlib.Path)
         address = _read_listening_line(server, timeout=30)
         pid = int(pid_file.read_text())
         assert "tidemark-server" in pathlib.Path(f"/proc/{pid}/cmdline").read_text()
-        # What the README used to say: pidof does not know a script by its name.
+        # What the documentation used to say: pidof does not know a script by its name.
         assert str(pid) not in shell("pidof -s tidemark-server", tmp_path).stdout.split()
 
         checked = shell(health, tmp_path, TIDEMARK_URI=f"tidemark://{address}")
@@ -59,12 +61,12 @@ def test_every_tidemarkctl_command_of_the_readme_runs_as_written_in_its_order(
     tmp_path: pathlib.Path, spawn_server
 ) -> None:
     server = spawn_server(tmp_path / "data")
-    commands = shell_block("tidemarkctl readergroup delete iot/dashboard")
+    commands = shell_block("tidemarkctl readergroup delete iot/dashboard", PAGE)
     readings = [json.dumps({"sensor": "ABC"[n % 3], "seq": n}) for n in range(12)]
     (tmp_path / "readings.jsonl").write_text("\n".join(readings) + "\n")
     outputs = {}
     for command in commands:
-        # The plot samples for a minute in the README; a second shows the same here.
+        # The plot samples for a minute on the page; a second shows the same here.
         here = command.replace("--duration 60", "--duration 1")
         done = shell(here, tmp_path, TIDEMARK_URI=server.uri)
         assert done.returncode == 0, (command, done.stdout, done.stderr)

@@ -1,4 +1,4 @@
-"""The README's "Running securely" commands, run as written through a shell."""
+"""docs/security.md's commands, run as written through a shell."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from connector import StoreClient
 from connector.errors import UnauthenticatedError
 from tests.conftest import _read_listening_line, wait_until
-from tests.readme import localized, shell, shell_block, shell_env
+from tests.readme import DOCS, localized, shell, shell_block, shell_env
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def test_certificates_tokens_a_tls_server_and_a_token_reload_as_the_readme_writes_them(
     tmp_path: pathlib.Path,
 ) -> None:
-    certs, ingest, ops, start, create, late, reload = shell_block("kill -HUP")
+    certs, ingest, ops, start, create, late, reload = shell_block("kill -HUP", DOCS / "security.md")
     for command in (certs, ingest, ops):
         done = shell(command, tmp_path)
         assert done.returncode == 0, (command, done.stderr)

@@ -1,10 +1,10 @@
-"""A Spark standalone cluster started by the README's commands, as written, for one test.
+"""A Spark standalone cluster started by docs/spark.md's commands, as written, for one test.
 
-The README's block "Running on a Spark cluster" starts a master and two
+The Spark page's block "Running on a Spark cluster" starts a master and two
 workers with the ``spark-daemon.sh`` the PySpark package ships, submits
 ``examples/spark_reader.py`` with ``spark-submit`` and stops the daemons.
 :class:`ReadmeCluster` runs those commands through bash, with only the
-README's fixed places swapped for the test's own (free ports, the test's
+page's fixed places swapped for the test's own (free ports, the test's
 store, its files and folders); the environment adds where the daemons keep
 their logs, pid files and executors' work (``SPARK_LOG_DIR``,
 ``SPARK_PID_DIR``, ``SPARK_WORKER_DIR``), binds them to loopback
@@ -20,7 +20,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -28,20 +27,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from tests.conftest import wait_until
-from tests.readme import shell_block, shell_env
+from tests.readme import DOCS, free_port, shell_block, shell_env
 
 __all__ = ["ReadmeCluster", "descendants", "free_port"]
 
 CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
 _BLOCK = "org.apache.spark.deploy.master.Master 1"
 _STOP_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def descendants(pid: int) -> list[int]:
@@ -73,14 +65,14 @@ def command_line(pid: int) -> str:
 
 
 class ReadmeCluster:
-    """The README's cluster commands, run in ``folder`` with the test's ``places``."""
+    """The page's cluster commands, run in ``folder`` with the test's ``places``."""
 
     def __init__(self, folder: pathlib.Path, places: Mapping[str, str]):
         self.folder = folder
         self.master_port = free_port()
         self.web_port = free_port()
         self.places = {"7077": str(self.master_port), "8080": str(self.web_port), **places}
-        commands = [self._localized(c) for c in shell_block(_BLOCK)]
+        commands = [self._localized(c) for c in shell_block(_BLOCK, DOCS / "spark.md")]
         self.exports = [c for c in commands if c.startswith("export ")]
         self.starts = [c for c in commands if "spark-daemon.sh start" in c]
         [self.submit_command] = [c for c in commands if "spark-submit" in c]
@@ -101,8 +93,8 @@ class ReadmeCluster:
         self.job_log = folder / "job.log"
 
     def _localized(self, command: str) -> str:
-        for readme_place, test_place in self.places.items():
-            command = command.replace(readme_place, test_place)
+        for page_place, test_place in self.places.items():
+            command = command.replace(page_place, test_place)
         return command
 
     def _run(self, commands: list[str]) -> None:
@@ -138,7 +130,7 @@ class ReadmeCluster:
             return {}
 
     def submit(self) -> None:
-        """Runs the README's ``spark-submit`` command in the background (its own session)."""
+        """Runs the page's ``spark-submit`` command in the background (its own session)."""
         script = "\n".join([*self.exports, self.submit_command])
         with open(self.job_log, "wb") as log:
             self.job = subprocess.Popen(
@@ -186,7 +178,7 @@ class ReadmeCluster:
         ]
 
     def stop(self) -> None:
-        """Stops the job (as Ctrl-C does), runs the README's stop commands, kills leftovers."""
+        """Stops the job (as Ctrl-C does), runs the page's stop commands, kills leftovers."""
         started = [p for kind in ("Worker", "Master") for p in self.daemon_pids(kind)]
         everything = started + [d for p in started for d in descendants(p)]
         if self.job is not None:

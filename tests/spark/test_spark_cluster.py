@@ -1,4 +1,4 @@
-"""The source on a Spark standalone cluster by the README's recipe: an executor killed, once.
+"""The source on a Spark standalone cluster by docs/spark.md's recipe: an executor killed, once.
 
 What it adds to the local-mode tests: the source's read tasks run in
 executor processes apart from the driver (each opens its own connection
@@ -6,7 +6,7 @@ with the TLS and token files, which only those files give it), the
 stateful ordering keeps its state in a checkpoint the executors share, and
 an executor dies with SIGKILL in the middle of the query. The cluster (a
 master and two workers of one core, separate JVMs) and the job are the
-README's commands as written (:mod:`tests.spark.standalone`); the job is
+page's commands as written (:mod:`tests.spark.standalone`); the job is
 ``examples/spark_reader.py`` writing JSON files with Spark's file sink, the
 store a server process with TLS and a read-only token
 (:mod:`tests.spark.secure_server`).

@@ -1,8 +1,8 @@
-"""``examples/spark_reader.py``, the script a user copies, run by the README's command as written.
+"""``examples/spark_reader.py``, the script a user copies, run by docs/spark.md's command.
 
 The store is a server process with TLS and tokens (:mod:`tests.spark.secure_server`);
-the README's command gets its URI, the stream, the CA file and a read-only
-token file (the test's own in place of the README's), reads what the
+the page's command (docs/spark.md) gets its URI, the stream, the CA file and a read-only
+token file (the test's own in place of the page's), reads what the
 stream holds (``--available-now``) and prints each key's events in
 event-time order.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.readme import shell_block, shell_env
+from tests.readme import DOCS, shell_block, shell_env
 
 from .secure_server import event_json, start_secure_server
 
@@ -37,15 +37,15 @@ def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_serve
     written = server.write("iot/sensors", keys, range(5))
     server.wait_for_watermark_past_writes("iot/sensors")
 
-    [command] = shell_block("python examples/spark_reader.py")
+    [command] = shell_block("python examples/spark_reader.py", DOCS / "spark.md")
     port = server.uri.rpartition(":")[2]
     places = {
         "localhost:7070": f"localhost:{port}",
         "pki/ca.pem": server.ca_file,
         "late.token": server.token_files["reader"],
     }
-    for readme_place, test_place in places.items():
-        command = command.replace(readme_place, test_place)
+    for page_place, test_place in places.items():
+        command = command.replace(page_place, test_place)
     done = subprocess.run(
         ["bash", "-c", command],
         cwd=CHECKOUT,
@@ -56,6 +56,7 @@ def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_serve
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr.replace("WARN ", ""), done.stderr[-3000:]
     printed = [LINE.match(line) for line in done.stdout.splitlines()]
     assert all(printed), done.stdout
     events = [(m.group(3), m.group(4), bool(m.group(5))) for m in printed if m]
