@@ -20,12 +20,13 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # Spark environment: it tests the store's processes and files, which are the
 # same code in both, and the store itself runs on the older grpcio and
 # protobuf in the Flink half's store, client and reader tests.
-# The JetStream store's own tests (tests/jetstream, and the store, client and
-# reader tests' runs on JetStream) run once, in the Spark environment: its
-# client, nats-py, is the same in both; the Flink half runs the Flink
-# adapter's tests on JetStream.
+# The JetStream store's own tests (tests/store/jetstream, the local cluster's
+# in tests/devtools, and the store, client and reader tests' runs on
+# JetStream) run once, in the Spark environment: its client, nats-py, is the
+# same in both; the Flink half runs the Flink adapter's tests on JetStream.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/faults
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/store/jetstream --ignore=tests/devtools \
+	--ignore=tests/faults
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 PYTEST_ARGS ?=
 

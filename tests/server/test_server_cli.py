@@ -13,8 +13,7 @@ import pytest
 from connector._wire import MAX_READ_BYTES
 from connector.client import StoreClient
 from connector.server import main
-
-from . import payloads
+from tests.store import payloads
 
 
 @pytest.mark.slow

@@ -12,8 +12,7 @@ from connector.client import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.server import StoreServer
 from connector.store import StoreConfig
-
-from . import payloads
+from tests.store import payloads
 
 
 def test_a_second_server_cannot_listen_on_an_address_already_served(
