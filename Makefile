@@ -21,14 +21,15 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 # Spark environment: it tests the store's processes and files, which are the
 # same code in both, and the store itself runs on the older grpcio and
 # protobuf in the Flink half's store, client and reader tests.
-# The JetStream store's own tests (tests/jetstream, and the store, client and
-# reader tests' runs on JetStream) run once, in the Spark environment: its
-# client, nats-py, is the same in both; the Flink half runs the Flink
-# adapter's tests on JetStream.
-# The documentation's tests (tests/docs: the site builds, the quickstart runs) need
-# the doc tools and PySpark, so they run in the Spark environment only.
+# The JetStream store's own tests (tests/store/jetstream, the local cluster's
+# in tests/devtools, and the store, client and reader tests' runs on
+# JetStream) run once, in the Spark environment: its client, nats-py, is the
+# same in both; the Flink half runs the Flink adapter's tests on JetStream.
+# The documentation's tests (tests/docs: the site builds, the quickstart runs)
+# need the doc tools and PySpark, so they run in the Spark environment only.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark --ignore=tests/jetstream --ignore=tests/faults --ignore=tests/docs
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/store/jetstream --ignore=tests/devtools \
+	--ignore=tests/faults --ignore=tests/docs
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 PYTEST_ARGS ?=
 

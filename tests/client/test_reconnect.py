@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from connector import StoreClient, StreamManager
+from connector import StoreClient
+from tests.conftest import new_stream_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.storages("file", "jetstream")]
 
@@ -22,15 +23,14 @@ def test_a_retried_call_goes_through_soon_after_the_server_is_back(tmp_path, spa
     data_dir = tmp_path / "data"
     server = spawn_server(data_dir)
     client = StoreClient(server.uri, retry_timeout_s=60.0)
-    StreamManager(client).create_scope("r")
-    StreamManager(client).create_stream("r", "s", segment_count=1)
+    scope, stream = new_stream_in(client).split("/")
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
 
     answered_at: list[float] = []
 
     def describe() -> None:
-        client.describe_stream("r", "s")  # retried while the server is away
+        client.describe_stream(scope, stream)  # retried while the server is away
         answered_at.append(time.monotonic())
 
     caller = threading.Thread(target=describe, daemon=True)

@@ -61,8 +61,8 @@ from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.reader.group import ReaderGroup
 from connector.store.jetstream.naming import state_bucket
 from tests.conftest import wait_until
-from tests.jetstream.disks import fill, node_disks
-from tests.jetstream.failover_proxy import FailoverProxy
+from tests.store.jetstream.disks import fill, node_disks
+from tests.store.jetstream.failover_proxy import FailoverProxy
 
 __all__ = ["KINDS", "Fault", "Outcome", "Start", "run_nemesis", "schedule"]
 

@@ -23,7 +23,7 @@ from connector.errors import ResourceExhaustedError
 from connector.ops.health import STORE_SERVICE
 from connector.server import StoreServer
 from connector.store import StoreConfig
-from tests.conftest import CLOCK_START_MS, wait_until
+from tests.conftest import CLOCK_START_MS, new_stream_in, wait_until
 from tests.probes import NOT_SERVING, SERVING, health_of, metrics_address, scrape
 
 
@@ -117,15 +117,14 @@ def test_health_is_not_serving_while_the_disk_is_full(
         StoreClient(server.uri, retry_timeout_s=2.0) as client,
         grpc.insecure_channel(server.address) as channel,
     ):
-        StreamManager(client).create_scope("r")
-        StreamManager(client).create_stream("r", "s", segment_count=1)
+        segment = f"{new_stream_in(client)}/0"
         assert health_of(channel, STORE_SERVICE) == SERVING
         filler = small_disk / "filler"
         filler.write_bytes(b"\0" * (3 * 1024 * 1024))
         number = 0
         with pytest.raises(ResourceExhaustedError):
             while number < 10_000:
-                client.append("r/s/0", "w", number, [b"e" * 65536])
+                client.append(segment, "w", number, [b"e" * 65536])
                 number += 1
         wait_until(
             lambda: health_of(channel, STORE_SERVICE) == NOT_SERVING,
@@ -136,7 +135,7 @@ def test_health_is_not_serving_while_the_disk_is_full(
         assert refused.exit_code == 5 and "is NOT_SERVING" in refused.stderr
         assert healthz(metrics) == (503, "NOT_SERVING\n")  # the metrics port says the same
         filler.unlink()
-        client.append("r/s/0", "w", number, [b"after"])
+        client.append(segment, "w", number, [b"after"])
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once space returns")
         assert health_of(channel, STORE_SERVICE) == SERVING
         assert healthz(metrics) == (200, "SERVING\n")
@@ -159,16 +158,15 @@ def test_the_parked_reads_gauge_counts_reads_waiting_at_a_tail(metered: StoreSer
         return scrape(address)[("tidemark_parked_tail_reads", ())]
 
     with StoreClient(metered.uri, retry_timeout_s=2.0) as client:
-        StreamManager(client).create_scope("p")
-        StreamManager(client).create_stream("p", "s", segment_count=1)
+        segment = f"{new_stream_in(client)}/0"
         assert parked() == 0
         with ThreadPoolExecutor(max_workers=3) as pool:
             waits = [
-                pool.submit(client.read, "p/s/0", 0, 1024, 60_000)  # up to a minute at the tail
+                pool.submit(client.read, segment, 0, 1024, 60_000)  # up to a minute at the tail
                 for _ in range(3)
             ]
             wait_until(lambda: parked() == 3, 10, what="three reads parked at the tail")
-            client.append("p/s/0", "w", 0, [b"wake"])  # data arrives: every wait ends
+            client.append(segment, "w", 0, [b"wake"])  # data arrives: every wait ends
             assert all(len(w.result(timeout=30).data) > 0 for w in waits)
         wait_until(lambda: parked() == 0, 10, what="no read parked")
 
@@ -179,8 +177,7 @@ def test_health_is_not_serving_while_a_background_task_is_stalled(
     server = start_store(polling_period_ms=20, max_watermark_lag_ms=0)
     store = server.store
     with StoreClient(server.uri, retry_timeout_s=2.0) as client:
-        StreamManager(client).create_scope("h")
-        StreamManager(client).create_stream("h", "s", segment_count=2)
+        new_stream_in(client, 2)
 
     def idle_ticks() -> TaskStatus:
         (status,) = [s for s in server.background_status() if s.name == "idle_ticks"]

@@ -35,7 +35,7 @@ from connector.client import EventWriter, JsonSerializer, StoreClient, StreamMan
 from connector.clock import ManualClock
 from connector.reader import FieldTimestampAssigner, ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.server import StoreServer
-from tests.conftest import wait_until
+from tests.conftest import new_stream_in, wait_until
 from tests.reader.conftest import ReadLog, drain, read_some
 
 WRITERS = 3
@@ -105,15 +105,14 @@ def test_any_history_of_asserting_writers_keeps_the_event_time_rules(
     run = next(_runs)
     client = StoreClient(holder.server.uri, retry_timeout_s=20.0)
     manager = StreamManager(client)
-    manager.create_scope("prop", exist_ok=True)
-    stream = f"s{run}"
-    manager.create_stream("prop", stream, 2)
-    group = ReaderGroupManager(client).create_reader_group("prop", f"g{run}", [f"prop/{stream}"])
+    name = new_stream_in(client, 2)
+    scope, stream = name.split("/")
+    group = ReaderGroupManager(client).create_reader_group(scope, f"g{run}", [name])
     config = ReaderConfig(
         time_domain=TimeDomain.EVENT_TIME, timestamp_assigner=FieldTimestampAssigner("t")
     )
     writers = [
-        _Writer(EventWriter(client, f"prop/{stream}", JsonSerializer(), writer_id=f"w{i}-{run}"))
+        _Writer(EventWriter(client, name, JsonSerializer(), writer_id=f"w{i}-{run}"))
         for i in range(WRITERS)
     ]
     for w in writers:  # every writer joins before anything is written
@@ -177,13 +176,13 @@ def test_any_history_of_asserting_writers_keeps_the_event_time_rules(
         elif kind in ("split", "merge"):
             numbers = [
                 int(s.segment.rsplit("/", 1)[1])
-                for s in client.describe_stream("prop", stream).open_segments
+                for s in client.describe_stream(scope, stream).open_segments
             ]
             if kind == "split" and len(numbers) < 6:
-                manager.split_segment("prop", stream, numbers[a % len(numbers)], b)
+                manager.split_segment(scope, stream, numbers[a % len(numbers)], b)
             elif kind == "merge" and len(numbers) >= 2:
                 i = a % (len(numbers) - 1)
-                manager.merge_segments("prop", stream, numbers[i : i + 2])
+                manager.merge_segments(scope, stream, numbers[i : i + 2])
         elif kind == "restart":
             holder.restart()
         elif kind == "join" and len(readers) < 4:

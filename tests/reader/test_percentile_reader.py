@@ -12,9 +12,10 @@ import itertools
 
 import pytest
 
-from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.client import EventWriter, JsonSerializer, StoreClient
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.timestamps import FieldTimestampAssigner
+from tests.conftest import new_stream_in
 from tests.reader.conftest import ReadLog, drain, read_some
 
 pytestmark = pytest.mark.storages("file", "jetstream")
@@ -26,17 +27,15 @@ EVENTS = 5
 
 def _straggler_segment(server, client: StoreClient, clock) -> tuple[str, int]:
     """Ten segments: the first's 5 events a minute older than the 45 of the others."""
-    manager = StreamManager(client)
-    manager.create_scope("pct", exist_ok=True)
-    stream = f"seg{next(_groups)}"
-    segments = [s.segment for s in manager.create_stream("pct", stream, SEGMENTS).segments]
+    stream = new_stream_in(client, SEGMENTS)
+    segments = [f"{stream}/{number}" for number in range(SEGMENTS)]
     client.append(segments[0], "straggler", 0, [b'{"n": 0}'] * EVENTS)
     clock.advance(60_000)
     server.store.advance_idle_segments()
     fresh = clock.now_ms()
     for segment in segments[1:]:
         client.append(segment, "others", 0, [b'{"n": 1}'] * EVENTS)
-    return f"pct/{stream}", fresh
+    return stream, fresh
 
 
 @pytest.mark.parametrize("percentile", [0.9, 1.0])
@@ -45,7 +44,7 @@ def test_a_straggler_segment_comes_out_late_below_percentile_one(
 ) -> None:
     stream, fresh = _straggler_segment(store_server, store_client, clock)
     group = ReaderGroupManager(store_client).create_reader_group(
-        "pct", f"g{next(_groups)}", [stream]
+        stream.split("/")[0], f"g{next(_groups)}", [stream]
     )
     config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME, watermark_percentile=percentile)
     log = ReadLog()
@@ -71,17 +70,14 @@ def test_a_straggler_segment_comes_out_late_below_percentile_one(
 def test_a_straggler_writer_comes_out_late_below_percentile_one(
     storage, store_client, percentile
 ) -> None:
-    manager = StreamManager(store_client)
-    manager.create_scope("pct", exist_ok=True)
-    stream = f"wr{next(_groups)}"
-    manager.create_stream("pct", stream, 1)
-    writers = [EventWriter(store_client, f"pct/{stream}", JsonSerializer()) for _ in range(10)]
+    stream = new_stream_in(store_client)
+    writers = [EventWriter(store_client, stream, JsonSerializer()) for _ in range(10)]
     for i, writer in enumerate(writers):
         writer.write_event({"t": 500 if i == 0 else 59_000})
         writer.flush()
         writer.note_time(1_000 if i == 0 else 60_000)  # writer 0 straggles a minute behind
     group = ReaderGroupManager(store_client).create_reader_group(
-        "pct", f"g{next(_groups)}", [f"pct/{stream}"]
+        stream.split("/")[0], f"g{next(_groups)}", [stream]
     )
     config = ReaderConfig(
         time_domain=TimeDomain.EVENT_TIME,

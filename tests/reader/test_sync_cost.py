@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from connector.client import JsonSerializer, StoreClient, StreamManager
+from connector.client import JsonSerializer, StoreClient
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState, Successor
 from connector.reader import ReaderConfig, ReaderGroup, ReaderGroupManager, TimeDomain
 from connector.reader.membership import sync
 from connector.reader.source.timekeeping import TimeKeeping
+from tests.conftest import new_stream_in
 
 SEGMENTS = 4_096
 NOW = 1_000_000
@@ -98,11 +99,8 @@ STREAM_SEGMENTS = 64  # the most a stream is created with
 def idle_group(store_client: StoreClient) -> ReaderGroup:
     """A group at the tails of 1,024 idle segments (16 streams of 64), with no reader yet."""
     scope = "idle"
-    manager = StreamManager(store_client)
-    manager.create_scope(scope)
-    streams = [f"{scope}/s{n}" for n in range(IDLE_SEGMENTS // STREAM_SEGMENTS)]
-    for name in streams:
-        manager.create_stream(scope, name.split("/")[1], STREAM_SEGMENTS)
+    count = IDLE_SEGMENTS // STREAM_SEGMENTS
+    streams = [new_stream_in(store_client, STREAM_SEGMENTS, scope) for _ in range(count)]
     return ReaderGroupManager(store_client).create_reader_group(scope, "g", streams, "latest")
 
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from connector.client import EventWriter, JsonSerializer, StreamManager
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
+from tests.conftest import new_stream_in
 from tests.reader.conftest import ReadLog, drain, read_some
 
 pytestmark = pytest.mark.storages("file", "jetstream")
@@ -47,14 +48,11 @@ _step = st.one_of(
 def test_any_history_keeps_the_watermark_rules(store_server, store_client, clock, history) -> None:
     run = next(_runs)
     manager = StreamManager(store_client)
-    manager.create_scope("prop", exist_ok=True)
-    stream = f"s{run}"
-    manager.create_stream("prop", stream, 2)
-    group = ReaderGroupManager(store_client).create_reader_group(
-        "prop", f"g{run}", [f"prop/{stream}"]
-    )
+    name = new_stream_in(store_client, 2)
+    scope, stream = name.split("/")
+    group = ReaderGroupManager(store_client).create_reader_group(scope, f"g{run}", [name])
     config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME, max_event_time_lag=LAG_MS)
-    writer = EventWriter(store_client, f"prop/{stream}", JsonSerializer())
+    writer = EventWriter(store_client, name, JsonSerializer())
     readers: list[tuple[Any, ReadLog]] = []
     retired: list[ReadLog] = []
     written: dict[int, int] = {}
@@ -78,13 +76,13 @@ def test_any_history_keeps_the_watermark_rules(store_server, store_client, clock
             clock.advance(a)
             store_server.store.advance_idle_segments()
         elif kind in ("split", "merge"):
-            open_segments = store_client.describe_stream("prop", stream).open_segments
+            open_segments = store_client.describe_stream(scope, stream).open_segments
             numbers = [int(s.segment.rsplit("/", 1)[1]) for s in open_segments]
             if kind == "split" and len(numbers) < 6:
-                manager.split_segment("prop", stream, numbers[a % len(numbers)], b)
+                manager.split_segment(scope, stream, numbers[a % len(numbers)], b)
             elif kind == "merge" and len(numbers) >= 2:
                 i = a % (len(numbers) - 1)
-                manager.merge_segments("prop", stream, numbers[i : i + 2])
+                manager.merge_segments(scope, stream, numbers[i : i + 2])
         elif kind == "join" and len(readers) < 4:
             join()
         elif kind == "leave" and len(readers) > 1:

@@ -1,4 +1,4 @@
-"""Tests of the segment store, its server and its client; helpers they share."""
+"""Tests of the store's front on both storages; helpers the store, server and client tests share."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from connector.client import StoreClient, StreamManager
 from connector.clock import ManualClock
 from connector.errors import InvalidArgumentError
 from connector.framing import Frame, iter_frames
+from tests.conftest import new_stream_in
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 
@@ -65,8 +66,7 @@ def test_a_plan_stops_before_the_first_event_ingested_at_or_after_the_time(
 ) -> None:
     server = start_store(max_watermark_lag_ms=0)
     with StoreClient(server.uri) as client:
-        StreamManager(client).create_scope("t")
-        [segment] = [s.segment for s in StreamManager(client).create_stream("t", "s", 1).segments]
+        segment = f"{new_stream_in(client)}/0"
         created = client.segment_info(segment).creation_time
         clock.advance(10)
         _fill(client, server, clock, segment, seed)
@@ -96,16 +96,16 @@ def test_a_plan_by_time_from_a_truncated_head_and_of_a_sealed_segment(
 ) -> None:
     server = start_store(max_watermark_lag_ms=0)
     with StoreClient(server.uri) as client:
-        StreamManager(client).create_scope("t")
-        [segment] = [s.segment for s in StreamManager(client).create_stream("t", "s", 1).segments]
+        stream = new_stream_in(client)
+        segment = f"{stream}/0"
         for n in range(6):
             clock.advance(10)
             client.append(segment, "w", n, [f"e{n}".encode()])
         frames = _frames(client, segment)
-        client.truncate_stream("t", "s", {0: frames[2].offset})
+        client.truncate_stream(*stream.split("/"), {0: frames[2].offset})
         first = client.plan_read(segment, frames[2].offset, before_time=frames[4].ingestion_time)
         assert (first.next_offset, first.events) == (frames[4].offset, 2)
-        StreamManager(client).seal_stream("t", "s")
+        StreamManager(client).seal_stream(*stream.split("/"))
         everything = client.plan_read(segment, frames[2].offset, before_time=clock.now_ms() + 1)
         assert everything.end_of_segment and everything.events == 4
         with pytest.raises(InvalidArgumentError, match="before_time must be"):

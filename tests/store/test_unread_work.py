@@ -7,22 +7,19 @@ every writer active at a position by its assertion there.
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.client import EventWriter, JsonSerializer, StoreClient
 from connector.errors import InvalidArgumentError
 from connector.groups.percentile import percentile_time
 from connector.model import PlanRequest, TimeCount
-from tests.conftest import segment_inside
+from tests.conftest import new_stream_in, segment_inside
 
 from . import read_frames
-
-_streams = itertools.count()
 
 _step = st.one_of(
     st.tuples(st.just("append"), st.integers(1, 5)),
@@ -32,10 +29,7 @@ _step = st.one_of(
 
 
 def _segment(client: StoreClient) -> str:
-    manager = StreamManager(client)
-    manager.create_scope("work", exist_ok=True)
-    stream = f"s{next(_streams)}"
-    return manager.create_stream("work", stream, 1).segments[0].segment
+    return f"{new_stream_in(client)}/0"
 
 
 def _work(client: StoreClient, segment: str, offset: int, buckets: int):

@@ -22,6 +22,7 @@ from connector._wire import GRPC_OPTIONS
 from connector.client import StoreClient
 from connector.server import StoreServer
 from connector.store import StoreConfig
+from tests.conftest import new_stream_in
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 
@@ -53,8 +54,8 @@ def channels(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
 
 def _stream(server: StoreServer, segments: int) -> list[str]:
     with StoreClient(server.uri) as client:
-        client.create_scope("p")
-        return [s.segment for s in client.create_stream("p", "s", segments).segments]
+        stream = new_stream_in(client, segments)
+        return [f"{stream}/{number}" for number in range(segments)]
 
 
 def _park(stub: Any, segment: str, count: int) -> list[grpc.Future]:
@@ -66,6 +67,7 @@ def test_an_append_is_answered_while_more_reads_wait_than_the_server_has_threads
     store_server: StoreServer, channels: Callable[[], Any], wait_until: Callable[..., Any]
 ) -> None:
     segments = _stream(store_server, 2)
+    scope, stream, _ = segments[0].split("/")
     # Twice the server's worker threads, on the segment the append does not touch.
     parked = _park(channels(), segments[0], 64)
     wait_until(lambda: store_server.store.parked_reads == 64, timeout=20, what="64 parked reads")
@@ -75,7 +77,7 @@ def test_an_append_is_answered_while_more_reads_wait_than_the_server_has_threads
         timeout=10,
     )
     described = channels().DescribeStream(
-        pb.DescribeStreamRequest(scope="p", stream="s"), timeout=10
+        pb.DescribeStreamRequest(scope=scope, stream=stream), timeout=10
     )
 
     assert appended.appended == 1

@@ -22,8 +22,7 @@ from connector.client import (
 from connector.errors import InvalidArgumentError, StoreUnavailableError, TidemarkError
 from connector.model import StreamDescription
 from connector.server import StoreServer
-
-from . import payloads, read_frames
+from tests.store import payloads, read_frames
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 

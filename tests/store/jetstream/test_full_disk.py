@@ -34,8 +34,8 @@ from connector.framing import iter_frames
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
 from tests.conftest import wait_until
-from tests.jetstream.disks import node_disks
 from tests.probes import NOT_SERVING, SERVING, health_of
+from tests.store.jetstream.disks import node_disks
 
 pytestmark = pytest.mark.slow
 

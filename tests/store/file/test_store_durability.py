@@ -16,8 +16,7 @@ from connector.errors import InvalidArgumentError, TidemarkError
 from connector.framing import encode_frames, iter_frames
 from connector.model import AppendResult
 from connector.server import StoreServer
-
-from . import frame_size, payloads, read_frames
+from tests.store import frame_size, payloads, read_frames
 
 WRITER = "durable-writer"
 BATCH = 5

@@ -28,8 +28,7 @@ from connector.errors import (
     TidemarkError,
 )
 from connector.server import StoreServer
-
-from . import frame_size, payloads
+from tests.store import frame_size, payloads
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 

@@ -14,8 +14,8 @@ import pytest
 from connector._wire import MAX_READ_BYTES
 from connector.client import StoreClient
 from connector.server import main
-
-from . import payloads
+from tests.conftest import new_stream_in
+from tests.store import payloads
 
 
 @pytest.mark.slow
@@ -39,16 +39,15 @@ def test_server_serves_until_sigterm_and_keeps_what_it_stored(
 ) -> None:
     server = spawn_server(tmp_path / "data", "--max-event-size", "64")
     with StoreClient(server.uri, retry_timeout_s=5.0) as client:
-        client.create_scope("sc")
-        [segment] = client.create_stream("sc", "st", 1).segments
-        client.append(segment.segment, "w", 0, [b"kept"])
+        segment = f"{new_stream_in(client)}/0"
+        client.append(segment, "w", 0, [b"kept"])
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(timeout=20) == 0, server.log()
     assert "stopped" in server.log()
 
     again = spawn_server(tmp_path / "data")
     with StoreClient(again.uri, retry_timeout_s=5.0) as client:
-        assert payloads(client, segment.segment) == [b"kept"]
+        assert payloads(client, segment) == [b"kept"]
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from connector.devtools.local_cluster import LocalCluster
 from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from connector.reader.group import ReaderGroup
 from tests.conftest import ServerProcess, wait_until
-from tests.jetstream.failover_proxy import FailoverProxy
+from tests.store.jetstream.failover_proxy import FailoverProxy
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from connector.model import StreamTails
 from connector.server import StoreServer
 from connector.store.jetstream import JetStreamConfig
 from tests.conftest import wait_until
-from tests.jetstream.failover_proxy import FailoverProxy
+from tests.store.jetstream.failover_proxy import FailoverProxy
 
 pytestmark = pytest.mark.storages("jetstream")
 

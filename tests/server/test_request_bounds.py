@@ -10,6 +10,7 @@ from connector._proto import store_pb2 as pb
 from connector._wire import MAX_EVENTS_PER_APPEND
 from connector.errors import InvalidArgumentError, ResourceExhaustedError
 from connector.names import SegmentId
+from tests.conftest import new_stream_in
 
 pytestmark = pytest.mark.storages("file", "jetstream")
 
@@ -42,11 +43,10 @@ def test_a_long_name_is_quoted_short_in_the_error(store_client):
 
 
 def test_an_append_over_the_event_count_limit_is_refused_before_it_costs(store_client):
-    StreamManager(store_client).create_scope("r")
-    StreamManager(store_client).create_stream("r", "s", segment_count=1)
+    segment = f"{new_stream_in(store_client)}/0"
     with pytest.raises(ResourceExhaustedError, match=f"over the limit of {MAX_EVENTS_PER_APPEND}"):
-        store_client.append("r/s/0", "w", 0, [b"x"] * (MAX_EVENTS_PER_APPEND + 1))
-    assert store_client.segment_info("r/s/0").write_offset == 0
+        store_client.append(segment, "w", 0, [b"x"] * (MAX_EVENTS_PER_APPEND + 1))
+    assert store_client.segment_info(segment).write_offset == 0
 
 
 def test_streams_past_the_segment_limit_are_refused_with_the_limit_as_cause(start_store):
