@@ -64,6 +64,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("nemesis", "bench.nemesis_bench"),
     Benchmark("reader", "bench.reader_bench"),
     Benchmark("event_time", "bench.event_time_bench"),
+    Benchmark("percentile", "bench.percentile_bench"),
     Benchmark("spark", "bench.spark_bench", needs="pyspark"),
     Benchmark("spark_latency", "bench.spark_latency_bench", needs="pyspark"),
     Benchmark("spark_profile", "bench.spark_profile_bench", needs="pyspark"),

@@ -12,6 +12,10 @@ Job 2's watermark is job 1's output watermark, so none of job 1's results is
 late in job 2: the failure of a single global watermark that seed 004
 describes (a downstream operator dropping an upstream window's output as
 late) does not happen. Everything runs on an embedded store, in real time.
+Job 1 is a stage (seed 001): before stopping, the example prints what
+``tidemarkctl pipeline demo`` shows, its input watermark (its reader
+group's event time), its output watermark (what it asserted) and the
+event-time latency between them.
 """
 
 from __future__ import annotations
@@ -22,13 +26,15 @@ import time
 from typing import Any
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager, embedded_store
+from connector.cli.pipeline import pipeline
+from connector.cli.pipeline_commands import pipeline_text
 from connector.clock import SystemClock, utc_text
 from examples.sensors import write_asserting_round
 
 __all__ = ["count_job", "recount_job", "sensor_writers"]
 
 
-def _read(spark: Any, uri: str, stream: str, domain: str) -> Any:
+def _read(spark: Any, uri: str, stream: str, domain: str, reader_group: str | None = None) -> Any:
     reader = (
         spark.readStream.format("tidemark")
         .option("uri", uri)
@@ -39,24 +45,35 @@ def _read(spark: Any, uri: str, stream: str, domain: str) -> Any:
     )
     if domain == "IngestionTime":
         reader = reader.option("maxEventTimeLag", "0 seconds")
+    if reader_group is not None:
+        reader = reader.option("readerGroup", reader_group)
     return reader.load()
 
 
 def count_job(
-    spark: Any, uri: str, readings: str, counts: str, checkpoint: str, trigger_ms: int | None = None
+    spark: Any,
+    uri: str,
+    readings: str,
+    counts: str,
+    checkpoint: str,
+    trigger_ms: int | None = None,
+    reader_group: str | None = None,
 ) -> Any:
     """Job 1: each sensor's readings per 1 s window, to ``counts``, asserting its watermark.
 
     A window's count is stamped with the window's end (``ts``), so every
     count of a later micro-batch is above the watermark asserted after an
-    earlier one.
+    earlier one. With ``reader_group`` the query publishes its position as
+    that group, whose event time ``tidemarkctl pipeline`` shows as the
+    stage's input watermark.
     """
     from pyspark.sql import functions as F  # noqa: N812
 
     from spark_adapter import window_count, with_connector_watermark
 
     windows = window_count(
-        with_connector_watermark(_read(spark, uri, readings, "EventTime")), "1 second"
+        with_connector_watermark(_read(spark, uri, readings, "EventTime", reader_group)),
+        "1 second",
     )
     results = windows.select(
         F.col("routing_key").alias("sensor"),
@@ -142,7 +159,13 @@ def main(seconds: float = 20.0) -> None:
         StreamManager(client).create_stream("demo", "readings", segment_count=2)
         StreamManager(client).create_stream("demo", "counts", segment_count=2)
         one = count_job(
-            spark, uri, "demo/readings", "demo/counts", os.path.join(scratch, "one"), 500
+            spark,
+            uri,
+            "demo/readings",
+            "demo/counts",
+            os.path.join(scratch, "one"),
+            500,
+            reader_group="counter",
         )
         two = recount_job(
             spark, uri, "demo/counts", os.path.join(scratch, "two"), keep, trigger_ms=500
@@ -154,6 +177,7 @@ def main(seconds: float = 20.0) -> None:
             write_asserting_round(writers, seq, SystemClock().now_ms)
             seq += 1
             time.sleep(0.2)
+        print(pipeline_text(pipeline(client, "demo")))  # what `tidemarkctl pipeline demo` shows
         one.stop()
         two.stop()
     spark.stop()

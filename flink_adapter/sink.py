@@ -67,9 +67,10 @@ from pyflink.table import StreamTableEnvironment
 
 from connector.client import BytesSerializer, EventWriter, StoreClient
 from connector.client.connection import parse_uri
-from connector.errors import InvalidArgumentError
+from connector.errors import InvalidArgumentError, TidemarkError
 from connector.names import StreamId
 from connector.security.credentials import ClientCredentials, split_uri
+from connector.stages import StageLink, record_stage
 from connector.timestamps import END_OF_TIME
 from flink_adapter.python_mode import THREAD, mode_of, subtask_of
 from flink_adapter.store_thread import StoreThread
@@ -102,6 +103,18 @@ class SinkSettings:
     routing_key: str | int | None = None
     assert_watermarks: bool = False
     writer_id_prefix: str = "flink"
+    stage_inputs: tuple[str, ...] = ()
+
+    def stage(self) -> StageLink:
+        """The job as a stage of a pipeline: its inputs, its output, its subtasks' writers."""
+        return StageLink(
+            name=f"{self.writer_id_prefix}@{self.stream.stream}",
+            engine="flink",
+            inputs=self.stage_inputs,
+            output=str(self.stream),
+            writer=self.writer_id_prefix,
+            writer_is_prefix=True,
+        )
 
 
 def _pick(value: Any, field: str | int | None) -> Any:
@@ -245,7 +258,10 @@ class FlinkTidemarkWriter:
         """Writes ``stream``'s rows, keyed by routing key; returns the writing operator's stream.
 
         Rows of one key go to one subtask and are stored in the order they
-        reach it. At least once (see the module docstring). ``bounded``:
+        reach it. At least once (see the module docstring). With
+        ``with_watermark_assertion()`` the job records itself in the store
+        as a stage of a pipeline (``tidemarkctl pipeline``), here, as the
+        job is set up: a failure to is logged, never raised. ``bounded``:
         ``stream`` ends, and so does the sink's tick (one instead of one a
         second), so the job ends with it and closing marks the writers idle.
         """
@@ -255,6 +271,8 @@ class FlinkTidemarkWriter:
         def key_of(row: Any) -> str:
             return "" if field is None else str(_pick(row, field) or "")
 
+        if settings.assert_watermarks:
+            _record_stage(settings)
         keyed = stream.key_by(key_of, key_type=Types.STRING())
         ticks = _ticks(stream.get_execution_environment(), settings, bounded)
         descriptor = MapStateDescriptor("tidemark-sink-ticks", Types.INT(), Types.INT())
@@ -265,6 +283,15 @@ class FlinkTidemarkWriter:
 
     def __repr__(self) -> str:
         return f"FlinkTidemarkWriter(stream={str(self.settings.stream)!r})"
+
+
+def _record_stage(settings: SinkSettings) -> None:
+    """Records the job's stage link (:meth:`SinkSettings.stage`); logs a failure to."""
+    try:
+        with StoreClient(settings.uri) as client:
+            record_stage(client, settings.stage())
+    except TidemarkError as error:
+        _log.warning("the job's stage is not recorded: %s: %s", type(error).__name__, error)
 
 
 class _EndOfTime(TimestampAssigner):
@@ -336,6 +363,19 @@ class FlinkTidemarkWriterBuilder:
         self._options["assert_watermarks"] = enabled
         return self
 
+    def with_stage_inputs(self, *streams: str) -> FlinkTidemarkWriterBuilder:
+        """The streams the job reads (``scope/stream``), for its record as a stage.
+
+        With ``with_watermark_assertion()``, ``tidemarkctl pipeline`` shows
+        the job as a stage from these streams to this one; its input
+        watermark is their writers' asserted event time (the job keeps its
+        position in Flink's state, not in the store). For a job reading with
+        a :class:`~flink_adapter.FlinkTidemarkReader` ``reader``:
+        ``with_stage_inputs(*reader.settings.spec.stream_names)``.
+        """
+        self._options["stage_inputs"] = streams
+        return self
+
     def with_writer_id_prefix(self, prefix: str) -> FlinkTidemarkWriterBuilder:
         """What the subtasks' writer ids start with (``flink`` by default), to find them later."""
         self._options["writer_id_prefix"] = prefix
@@ -373,6 +413,12 @@ class FlinkTidemarkWriterBuilder:
         if not isinstance(prefix, str) or not 0 < len(prefix) <= 128:
             msg = f"with_writer_id_prefix: 1 to 128 characters, got {prefix!r}"
             raise InvalidArgumentError(msg)
+        inputs = options.get("stage_inputs", ())
+        try:
+            options["stage_inputs"] = tuple(str(StreamId.parse(name)) for name in inputs)
+        except InvalidArgumentError as error:
+            msg = f"with_stage_inputs: {error}"
+            raise InvalidArgumentError(msg) from None
         if not isinstance(options.get("assert_watermarks", False), bool):
             msg = "with_watermark_assertion: True or False"
             raise InvalidArgumentError(msg)

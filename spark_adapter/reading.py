@@ -162,13 +162,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         return self._start
 
     def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
-        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails."""
+        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails.
+
+        With ``readerGroup`` it names the group (``scope/group``): a sink with
+        ``assertWatermark`` reads it from the offset log to record its stage.
+        """
         lag = state_lag((planned_to or frontier).state, self._plans.client.plan_read)
         streams = {
             name: {"eventsBehindTail": behind.events, "msBehindTail": behind.lag_ms}
             for name, behind in lag.by_stream(self._spec.stream_names).items()
         }
-        return {"streams": streams, **frontier.to_dict()}
+        named = {} if self._reader_group is None else {"readerGroup": "/".join(self._reader_group)}
+        return {"streams": streams, **named, **frontier.to_dict()}
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Where a new query starts: ``startingStreamCut``."""

@@ -82,6 +82,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from connector.client import BytesSerializer, EventWriter, StoreClient, StringSerializer
 from connector.errors import InvalidArgumentError, TidemarkError
 from spark_adapter.options import SinkOptions
+from spark_adapter.query_stage import record_query_stage
 from spark_adapter.query_watermark import assert_query_watermark, checkpoint_folder
 from spark_adapter.schema import KIND, KIND_WATERMARK
 
@@ -286,11 +287,13 @@ class TidemarkStreamWriter(DataSourceStreamWriter):
         """Every event of the batch is durable already; with ``assertWatermark``, asserts it.
 
         The watermark the batch ran with is asserted on the stream after the
-        batch's events (see :mod:`spark_adapter.query_watermark`).
+        batch's events (see :mod:`spark_adapter.query_watermark`), and the
+        query's stage recorded (:mod:`spark_adapter.query_stage`).
         """
         _log.info("tidemark micro-batch %d committed %d events", batchId, _total(messages))
         if self.options.assert_watermark:
             assert_query_watermark(self.options, batchId)
+            record_query_stage(self.options, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         """Nothing to undo: when the batch runs again its writers replay and add only the rest."""

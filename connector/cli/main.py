@@ -20,6 +20,7 @@ import click
 from connector.cli.app import EXIT_CODES, TidemarkctlRoot
 from connector.cli.data_dir_commands import data_dir
 from connector.cli.health_command import health
+from connector.cli.pipeline_commands import pipeline_command
 from connector.cli.readergroup_commands import readergroup
 from connector.cli.scope_commands import scope
 from connector.cli.stream_commands import stream
@@ -43,7 +44,17 @@ def cli() -> None:
     """Manage and inspect a Tidemark store."""
 
 
-for _command in (scope, stream, readergroup, watermarks_command, health, token, tls, data_dir):
+for _command in (
+    scope,
+    stream,
+    readergroup,
+    watermarks_command,
+    pipeline_command,
+    health,
+    token,
+    tls,
+    data_dir,
+):
     cli.add_command(_command)
 
 

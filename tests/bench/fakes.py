@@ -121,6 +121,38 @@ def event_time() -> Any:
     )
 
 
+def percentile() -> Any:
+    from bench import percentile_bench as b
+
+    def story(name: str) -> Any:
+        outcomes = (
+            b.Outcome("p=1", (30_000.0, 30_001.0), 400, 0),
+            b.Outcome("p=0.9", (533.0, 540.0), 400, 39),
+            b.Outcome("bounded 5 s", (5_033.0,), 400, 40),
+        )
+        return b.Story(name, "event time", 400, outcomes)
+
+    return b.PercentileFigures(
+        seed=1,
+        ticks=40,
+        tick_ms=100,
+        segments=8,
+        events=5,
+        burst=20,
+        backlog_ticks=10,
+        capacity=60,
+        writers=10,
+        stragglers=1,
+        delay_ms=500,
+        straggler_delay_ms=30_000,
+        percentiles=(1.0, 0.9),
+        bounds_ms=(5_000,),
+        segment=story("straggler segment"),
+        writer=story("straggler writers"),
+        software=("grpcio 1",),
+    )
+
+
 def spark() -> Any:
     from bench import spark_bench as b
 
@@ -226,6 +258,7 @@ FAKES: dict[str, Callable[[], Any]] = {
     "nemesis": nemesis,
     "reader": reader,
     "event_time": event_time,
+    "percentile": percentile,
     "spark": spark,
     "spark_latency": spark_latency,
     "spark_profile": spark_profile,

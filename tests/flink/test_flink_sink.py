@@ -25,6 +25,7 @@ from pyflink.datastream.functions import MapFunction
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.errors import InvalidArgumentError
 from connector.framing import iter_frames
+from connector.stages import read_stages
 from flink_adapter import FlinkTidemarkReader, FlinkTidemarkWriter, TimeDomain
 
 pytestmark = pytest.mark.slow
@@ -70,6 +71,10 @@ def test_the_builder_refuses_a_bad_option_naming_it() -> None:
         builder.build()
     with pytest.raises(InvalidArgumentError, match="with_serialization_schema"):
         builder.for_stream("x/t").with_serialization_schema("avro").build()
+    with pytest.raises(InvalidArgumentError, match="with_stage_inputs: invalid stream 'raw'"):
+        FlinkTidemarkWriter.builder().with_store("tidemark://h:1").for_stream(
+            "x/t"
+        ).with_stage_inputs("raw").build()
     with pytest.raises(InvalidArgumentError, match="with_routing_key_field"):
         FlinkTidemarkWriter.builder().with_store("tidemark://h:1").for_stream(
             "x/t"
@@ -246,9 +251,17 @@ def test_a_bounded_job_asserts_its_watermark_as_it_rises_and_its_writers_idle_at
         .with_event_field(1)
         .with_routing_key_field(0)
         .with_watermark_assertion()
+        .with_stage_inputs("x/readings")
         .build()
     )
     sink.sink(rows, bounded=True)
+    [stage] = read_stages(client, "x")
+    assert (stage.name, stage.inputs, stage.output, stage.writer) == (
+        "flink@copy",
+        ("x/readings",),
+        "x/copy",
+        "flink",
+    ), "the job recorded its stage as it was set up"
     env.execute("bounded copy")
     stored = _stored(client, "x/copy")
     assert sorted(e["n"] for _, e in stored) == list(range(40)), "each event once"
