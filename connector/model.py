@@ -145,7 +145,9 @@ class PlannedRead:
     segment is sealed and ``next_offset`` is its end, and then ``successors``
     are its successors; ``at_tail`` says ``next_offset`` is the segment's
     committed end when answered; ``event_time_watermark`` is the writers'
-    after them, as a read's would be.
+    after them, as a read's would be. ``first_ingestion_time`` is the
+    ingestion time of the event at ``offset`` (None: no event planned): the
+    oldest of them, since a segment's ingestion times increase.
     """
 
     segment: str
@@ -157,6 +159,7 @@ class PlannedRead:
     at_tail: bool
     successors: tuple[str, ...] = ()
     event_time_watermark: int | None = None
+    first_ingestion_time: int | None = None
 
 
 @dataclass(frozen=True)

@@ -787,6 +787,9 @@ def _planned(message: Any) -> PlannedRead:
         at_tail=message.at_tail,
         successors=tuple(message.successors),
         event_time_watermark=_event_time(message),
+        first_ingestion_time=(
+            message.first_ingestion_time if message.HasField("first_ingestion_time") else None
+        ),
     )
 
 

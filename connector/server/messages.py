@@ -85,6 +85,7 @@ def plan_message(plan: PlannedRead) -> _pb.PlanReadResponse:
         at_tail=plan.at_tail,
         successors=plan.successors,
         event_time_watermark=plan.event_time_watermark,
+        first_ingestion_time=plan.first_ingestion_time,
     )
 
 
