@@ -49,6 +49,18 @@ class Cause(enum.Enum):
     NOT_KNOWN = "event_time_not_known"
 
 
+#: Causes from the furthest from moving on its own to the nearest: which of tied segments to name.
+_SEVERITY = (
+    Cause.NO_READER,
+    Cause.UNREAD_SEGMENT,
+    Cause.LEASE_LAPSED,
+    Cause.WAITING,
+    Cause.READER_BEHIND,
+    Cause.IDLE_TICKS_OFF,
+    Cause.IDLE_TICK_DUE,
+)
+
+
 @dataclass(frozen=True)
 class StoreTiming:
     """The store's timing that moves watermarks (its server's flags; the defaults are theirs).
@@ -140,9 +152,13 @@ def _behind_next(values: Mapping[str, int], holder: str) -> int | None:
 
 
 def _held_by_readers(
-    record: GroupRecord, seg: SegmentLag, tail: SegmentTail | None, now: int
+    record: GroupRecord, seg: SegmentLag, tail_ahead_ms: int, now: int
 ) -> tuple[Cause, str, int | None, int | None] | None:
-    """The readers' side: (cause, words, since, moves in ms); None: the reader is at the tail."""
+    """The readers' side: (cause, words, since, moves in ms); None: the reader is at the tail.
+
+    ``tail_ahead_ms``: how far the segment's time at its tail is above the
+    group's there (> 0: its reader has not read the rise yet).
+    """
     s = seg.segment
     if seg.waiting_for:
         before = ", ".join(seg.waiting_for)
@@ -175,11 +191,11 @@ def _held_by_readers(
             oldest,
             lease - now,
         )
-    if tail is not None and tail.watermark > seg.watermark:
+    if tail_ahead_ms > 0:
         return (
             Cause.READER_BEHIND,
             f"reader {seg.reader} has not read {s}'s latest watermark "
-            f"({_seconds(tail.watermark - seg.watermark)} above the group's)",
+            f"({_seconds(tail_ahead_ms)} above the group's)",
             None,
             lease - now,
         )
@@ -227,10 +243,18 @@ def _ingestion_holder(
         return Holder("ingestion_time", Cause.NOTHING_LEFT, None, None, None, None, None,
                       "nothing left to read")  # fmt: skip
     marks = {seg.segment: seg.watermark for seg in lag.segments}
-    seg = min(lag.segments, key=lambda x: (x.watermark, x.segment))
-    tail = tails.get(seg.segment)
-    found = _held_by_readers(record, seg, tail, now) or _held_by_segment(seg, tail, timing, now)
-    cause, words, since, moves_in = found
+    least = min(marks.values())
+
+    def held(seg: SegmentLag) -> tuple[Cause, str, int | None, int | None]:
+        tail = tails.get(seg.segment)
+        ahead = 0 if tail is None else tail.watermark - seg.watermark
+        return _held_by_readers(record, seg, ahead, now) or _held_by_segment(seg, tail, timing, now)
+
+    # Of the segments at the minimum, the one furthest from moving (then the first by name).
+    at_least = sorted((s for s in lag.segments if s.watermark == least), key=lambda x: x.segment)
+    seg, (cause, words, since, moves_in) = min(
+        ((s, held(s)) for s in at_least), key=lambda pair: _SEVERITY.index(pair[1][0])
+    )
     behind = _behind_next(marks, seg.segment)
     head = f"held at {utc_text(seg.watermark)} by {seg.segment}"
     if behind is not None:
@@ -310,7 +334,10 @@ def _event_time_holder(
     segment = event_time_segment(record)
     assert segment is not None  # the group's event time is one of them
     seg = by_segment[segment]
-    found = _held_by_readers(record, seg, tails.get(segment), now)
+    tail = tails.get(segment)
+    at_tail = None if tail is None else tail.event_time_watermark
+    ahead = 0 if at_tail is None else at_tail - known[segment]
+    found = _held_by_readers(record, seg, ahead, now)
     writer = None
     if found is None:
         cause, words, since, moves_in, writer = _writer_words(
