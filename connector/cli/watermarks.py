@@ -11,26 +11,26 @@ event time are asked for their writers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from connector.client import StoreClient
 from connector.errors import TidemarkError
-from connector.groups.lag import GroupLag, group_lag
+from connector.groups.lag import GroupLag
 from connector.groups.progress import (
     DEFAULT_LARGE_DELAY_MS,
     GroupProgress,
     delay_ms,
-    group_progress,
-    writers_assert,
 )
 from connector.groups.record import GroupRecord
-from connector.groups.stall import Stall, StoreTiming, event_time_segment, why
-from connector.groups.state import group_event_time, group_watermark
-from connector.model import SegmentTail, WriterAssertion
+from connector.groups.stall import Stall, StoreTiming
+from connector.groups.state import group_watermark
+from connector.model import SegmentTail
 from connector.names import StreamId
 from connector.reader.group import ReaderGroupManager
+from connector.reader.progress_watch import look_at, stall_of, stream_tails
+from connector.reader.progress_watch import store_now as server_now
 
 __all__ = [
     "GroupView",
@@ -123,25 +123,6 @@ class WatermarkReport:
         }
 
 
-def server_now(client: StoreClient, scope: str) -> int:
-    """The store's ingestion clock now (epoch ms), as it stamps a state read."""
-    return client.get_state(f"clock/{scope}/now").server_time
-
-
-def stream_tails(client: StoreClient, streams: Iterable[str]) -> dict[str, SegmentTail]:
-    """The tails of every segment of ``streams`` (``scope/stream``), by segment, in one call.
-
-    Raises:
-        TidemarkError: what describing one of them failed with (NotFoundError: it is gone).
-    """
-    tails: dict[str, SegmentTail] = {}
-    for answer in client.describe_tails(sorted(set(streams))):
-        if isinstance(answer, TidemarkError):
-            raise answer
-        tails.update((t.segment, t) for t in answer.segments)
-    return tails
-
-
 @dataclass(frozen=True)
 class GroupView:
     """A group as the CLI shows it: its record, unread events, figures and what holds it."""
@@ -174,25 +155,9 @@ def group_view(
     record = ReaderGroupManager(client).get_reader_group(scope, group).record()
     if tails is None:
         tails = stream_tails(client, record.streams)
-    lag = group_lag(record, plan_many=client.plan_reads)
-    state = record.state
-    progress = group_progress(
-        lag,
-        group_watermark(state),
-        group_event_time(state),
-        now,
-        large_after_ms,
-        writers_assert(state, tails),
-    )
-    held = event_time_segment(record)
-    writers: dict[str, Sequence[WriterAssertion]] = {}
-    if held is not None:
-        try:
-            writers[held] = client.segment_info(held).writers
-        except TidemarkError:  # gone while we looked: no writer to name
-            pass
-    stall = why(f"{scope}/{group}", record, lag, tails, writers, timing, now)
-    return GroupView(f"{scope}/{group}", record, lag, progress, stall)
+    look = look_at(client, record.state, tails, now, large_after_ms, record.assignments)
+    stall = stall_of(client, f"{scope}/{group}", record, look.lag, tails, timing, now)
+    return GroupView(f"{scope}/{group}", record, look.lag, look.progress, stall)
 
 
 def _segment_order(segment: str) -> tuple[str, int]:

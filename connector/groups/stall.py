@@ -151,18 +151,38 @@ def _behind_next(values: Mapping[str, int], holder: str) -> int | None:
     return min(others) - values[holder] if others else None
 
 
+def _held_by_host(
+    host: str, seg: SegmentLag, tail_ahead_ms: int, now: int
+) -> tuple[Cause, str, int | None, int | None] | None:
+    """An engine's side (it holds no lease): behind, or at the tail (None)."""
+    if seg.events:
+        oldest = seg.processing_time_watermark + 1
+        words = (
+            f"{host} is behind on {seg.segment}: {seg.events} events unread, the oldest "
+            f"ingested at {_ago(now, oldest)}"
+        )
+        return Cause.READER_BEHIND, words, oldest, None
+    if tail_ahead_ms > 0:
+        words = f"{host} has not read {seg.segment}'s latest watermark yet"
+        return Cause.READER_BEHIND, words, None, None
+    return None
+
+
 def _held_by_readers(
-    record: GroupRecord, seg: SegmentLag, tail_ahead_ms: int, now: int
+    record: GroupRecord, seg: SegmentLag, tail_ahead_ms: int, now: int, host: str | None = None
 ) -> tuple[Cause, str, int | None, int | None] | None:
     """The readers' side: (cause, words, since, moves in ms); None: the reader is at the tail.
 
     ``tail_ahead_ms``: how far the segment's time at its tail is above the
-    group's there (> 0: its reader has not read the rise yet).
+    group's there (> 0: its reader has not read the rise yet). ``host``: the
+    engine reading for a group that has no readers of its own.
     """
     s = seg.segment
     if seg.waiting_for:
         before = ", ".join(seg.waiting_for)
         return Cause.WAITING, f"{s} waits for {before} to be read to the end", None, None
+    if host is not None:  # an engine reads for the group: no readers, no leases
+        return _held_by_host(host, seg, tail_ahead_ms, now)
     if not record.leases:
         return Cause.NO_READER, f"no reader in the group: nobody reads {s}", None, None
     if seg.reader is None:
@@ -238,6 +258,7 @@ def _ingestion_holder(
     tails: Mapping[str, SegmentTail],
     timing: StoreTiming,
     now: int,
+    host: str | None,
 ) -> Holder:
     if not lag.segments:
         return Holder("ingestion_time", Cause.NOTHING_LEFT, None, None, None, None, None,
@@ -315,6 +336,7 @@ def _event_time_holder(
     writers: Mapping[str, Sequence[WriterAssertion]],
     timing: StoreTiming,
     now: int,
+    host: str | None,
 ) -> Holder | None:
     state = record.state
     group = group_event_time(state)
@@ -337,7 +359,7 @@ def _event_time_holder(
     tail = tails.get(segment)
     at_tail = None if tail is None else tail.event_time_watermark
     ahead = 0 if at_tail is None else at_tail - known[segment]
-    found = _held_by_readers(record, seg, ahead, now)
+    found = _held_by_readers(record, seg, ahead, now, host)
     writer = None
     if found is None:
         cause, words, since, moves_in, writer = _writer_words(
@@ -363,16 +385,19 @@ def why(
     writers: Mapping[str, Sequence[WriterAssertion]],
     timing: StoreTiming,
     now: int,
+    host: str | None = None,
 ) -> Stall:
     """What holds group ``group``'s watermarks at the store's time ``now``.
 
     ``lag`` counts the group's unread events (:func:`connector.groups.lag.group_lag`);
     ``tails`` has the tails of its segments; ``writers`` the active writers
     of the segment at the event-time minimum (others are not looked at).
+    ``host`` names the engine that reads for a group without readers of its
+    own (a Spark query, a Flink job): it is then the reader.
     """
     return Stall(
         group,
         now,
-        _ingestion_holder(record, lag, tails, timing, now),
-        _event_time_holder(record, lag, tails, writers, timing, now),
+        _ingestion_holder(record, lag, tails, timing, now, host),
+        _event_time_holder(record, lag, tails, writers, timing, now, host),
     )
