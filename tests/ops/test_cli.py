@@ -249,7 +249,7 @@ def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_acti
 
 def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -> None:
     server = spawn_server(
-        tmp_path / "data", "--max-watermark-lag-ms", "300", "--polling-period-ms", "100"
+        tmp_path / "data", "--idle-tick-after-ms", "300", "--polling-period-ms", "100"
     )
     with StoreClient(server.uri, retry_timeout_s=2.0) as client:
         StreamManager(client).create_scope("ops")
