@@ -269,7 +269,9 @@ def _ingestion_holder(
     def held(seg: SegmentLag) -> tuple[Cause, str, int | None, int | None]:
         tail = tails.get(seg.segment)
         ahead = 0 if tail is None else tail.watermark - seg.watermark
-        return _held_by_readers(record, seg, ahead, now) or _held_by_segment(seg, tail, timing, now)
+        return _held_by_readers(record, seg, ahead, now, host) or _held_by_segment(
+            seg, tail, timing, now
+        )
 
     # Of the segments at the minimum, the one furthest from moving (then the first by name).
     at_least = sorted((s for s in lag.segments if s.watermark == least), key=lambda x: x.segment)
