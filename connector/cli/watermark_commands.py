@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from connector.cli.app import Failure, Settings, Shown, TidemarkctlCommand
@@ -83,6 +85,17 @@ def _report_text(report: WatermarkReport) -> str:
     return "\n".join(lines)
 
 
+def _ms_option(flag: str, default: int | None, note: str) -> Any:
+    """An option for --why: one of the server's timings, which the CLI cannot ask it for."""
+    return click.option(
+        flag,
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=True,
+        help=f"With --why: {note}.",
+    )
+
+
 @click.command("watermarks", cls=TidemarkctlCommand)
 @click.argument("name", type=STREAM_NAME, metavar="SCOPE/STREAM", required=False)
 @click.option(
@@ -95,27 +108,11 @@ def _report_text(report: WatermarkReport) -> str:
     metavar="SCOPE/GROUP",
     help="Name what holds this group's watermarks now, and what will move them.",
 )
-@click.option(
-    "--idle-tick-after-ms",
-    type=click.IntRange(min=0),
-    default=StoreTiming.idle_tick_after_ms,
-    show_default=True,
-    help="With --why: the server's --idle-tick-after-ms.",
+@_ms_option("--idle-tick-after-ms", StoreTiming.idle_tick_after_ms, "the server's flag")
+@_ms_option(
+    "--polling-period-ms", StoreTiming.polling_period_ms, "the server's flag; 0: idle ticks are off"
 )
-@click.option(
-    "--polling-period-ms",
-    type=click.IntRange(min=0),
-    default=StoreTiming.polling_period_ms,
-    show_default=True,
-    help="With --why: the server's --polling-period-ms (0: idle ticks are off).",
-)
-@click.option(
-    "--writer-idle-timeout-ms",
-    type=click.IntRange(min=0),
-    default=StoreTiming.writer_idle_timeout_ms,
-    show_default=True,
-    help="With --why: the server's --writer-idle-timeout-ms (0: never).",
-)
+@_ms_option("--writer-idle-timeout-ms", StoreTiming.writer_idle_timeout_ms, "the server's flag")
 @click.option(
     "--large-delay-ms",
     type=click.IntRange(min=0),

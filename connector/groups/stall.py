@@ -24,7 +24,7 @@ from connector.clock import utc_text
 from connector.groups.lag import GroupLag, SegmentLag
 from connector.groups.progress import writers_assert
 from connector.groups.record import GroupRecord
-from connector.groups.state import NO_WRITER, group_event_time
+from connector.groups.state import NO_WRITER, GroupState, group_event_time
 from connector.model import SegmentTail, WriterAssertion
 
 __all__ = ["Cause", "Holder", "Stall", "StoreTiming", "event_time_segment", "why"]
@@ -279,12 +279,9 @@ def _ingestion_holder(
         ((s, held(s)) for s in at_least), key=lambda pair: _SEVERITY.index(pair[1][0])
     )
     behind = _behind_next(marks, seg.segment)
-    head = f"held at {utc_text(seg.watermark)} by {seg.segment}"
-    if behind is not None:
-        head += f", {_seconds(behind)} behind the next segment"
     return Holder(
         "ingestion_time", cause, seg.segment, seg.watermark, since, behind, moves_in,
-        f"{head}: {words}", reader=seg.reader,
+        f"{_head(seg.watermark, seg.segment, behind)}: {words}", reader=seg.reader,
     )  # fmt: skip
 
 
@@ -324,11 +321,23 @@ def _writer_words(
 
 def event_time_segment(record: GroupRecord) -> str | None:
     """The segment at the group's event-time minimum (whose writers :func:`why` wants), if any."""
-    state = record.state
+    known = _known_event_times(_event_times(record.state))
+    return min(known, key=lambda s: (known[s], s)) if known else None
+
+
+def _event_times(state: GroupState) -> dict[str, int | None]:
     times = {s: c.event_time for s, c in state.cursors.items()}
     times.update({s: w.event_time for s, w in state.waiting.items()})
-    known = {s: t for s, t in times.items() if t is not None and t != NO_WRITER}
-    return min(known, key=lambda s: (known[s], s)) if known else None
+    return times
+
+
+def _known_event_times(times: Mapping[str, int | None]) -> dict[str, int]:
+    return {s: t for s, t in times.items() if t is not None and t != NO_WRITER}
+
+
+def _head(watermark: int, segment: str, behind: int | None) -> str:
+    head = f"held at {utc_text(watermark)} by {segment}"
+    return head if behind is None else f"{head}, {_seconds(behind)} behind the next segment"
 
 
 def _event_time_holder(
@@ -344,8 +353,7 @@ def _event_time_holder(
     group = group_event_time(state)
     if group == NO_WRITER or (group is None and not writers_assert(state, tails)):
         return None
-    times = {s: c.event_time for s, c in state.cursors.items()}
-    times.update({s: w.event_time for s, w in state.waiting.items()})
+    times = _event_times(state)
     by_segment = {seg.segment: seg for seg in lag.segments}
     if group is None:
         segment = min(s for s, t in times.items() if t is None)
@@ -354,7 +362,7 @@ def _event_time_holder(
             f"{segment}'s event time is not known until the group reads it",
             reader=by_segment[segment].reader if segment in by_segment else None,
         )  # fmt: skip
-    known = {s: t for s, t in times.items() if t is not None and t != NO_WRITER}
+    known = _known_event_times(times)
     segment = event_time_segment(record)
     assert segment is not None  # the group's event time is one of them
     seg = by_segment[segment]
@@ -370,12 +378,9 @@ def _event_time_holder(
     else:
         cause, words, since, moves_in = found
     behind = _behind_next(known, segment)
-    head = f"held at {utc_text(known[segment])} by {segment}"
-    if behind is not None:
-        head += f", {_seconds(behind)} behind the next segment"
     return Holder(
         "event_time", cause, segment, known[segment], since, behind, moves_in,
-        f"{head}: {words}", reader=seg.reader, writer=writer,
+        f"{_head(known[segment], segment, behind)}: {words}", reader=seg.reader, writer=writer,
     )  # fmt: skip
 
 
