@@ -76,11 +76,11 @@ def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualC
     # The idle tick put every open segment's watermark just before now: in seconds.
     watermark = samples[("tidemark_stream_tail_watermark_timestamp_seconds", s)]
     assert (now - 10) / 1000 <= watermark <= now / 1000
-    lag = samples[("tidemark_stream_tail_watermark_lag_seconds", s)]
+    lag = samples[("tidemark_stream_tail_watermark_delay_seconds", s)]
     assert lag == pytest.approx(now / 1000 - watermark, abs=1e-6)
     clock.advance(5_000)
     later = scrape(metered.metrics_address)
-    assert later[("tidemark_stream_tail_watermark_lag_seconds", s)] == pytest.approx(
+    assert later[("tidemark_stream_tail_watermark_delay_seconds", s)] == pytest.approx(
         lag + 5, abs=1e-6
     )
 
