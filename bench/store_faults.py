@@ -72,7 +72,7 @@ def start_server(
     command = [sys.executable, "-m", "connector.server", "--data-dir", str(data_dir)]
     command += ["--listen", "127.0.0.1:0"]
     if lag_ms is not None:
-        command += ["--max-watermark-lag-ms", str(lag_ms)]
+        command += ["--idle-tick-after-ms", str(lag_ms)]
     with open(log, "ab") as err:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
     assert process.stdout is not None

@@ -175,7 +175,9 @@ class PlannedRead:
     segment is sealed and ``next_offset`` is its end, and then ``successors``
     are its successors; ``at_tail`` says ``next_offset`` is the segment's
     committed end when answered; ``event_time_watermark`` is the writers'
-    after them, as a read's would be.
+    after them, as a read's would be. ``first_ingestion_time`` is the
+    ingestion time of the event at ``offset`` (None: no event planned): the
+    oldest of them, since a segment's ingestion times increase.
     """
 
     segment: str
@@ -189,6 +191,7 @@ class PlannedRead:
     event_time_watermark: int | None = None
     #: The segment's work from ``offset``, when asked for (see :class:`UnreadWork`).
     work: UnreadWork | None = None
+    first_ingestion_time: int | None = None
 
 
 @dataclass(frozen=True)

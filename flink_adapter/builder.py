@@ -16,6 +16,7 @@ from typing import Any
 from connector.errors import InvalidArgumentError
 from connector.names import validate_name
 from connector.reader.events import TimeDomain, to_millis
+from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS
 from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead, probe_store
 from connector.security.credentials import ClientCredentials
 from flink_adapter import graph
@@ -231,6 +232,16 @@ class FlinkTidemarkReaderBuilder:
         """
         return self._set("epoch_interval", interval)
 
+    def with_stall_log_after(self, after: int | timedelta) -> FlinkTidemarkReaderBuilder:
+        """Logs what holds the watermark once per stall longer than ``after`` (default 1 min).
+
+        A stall: the job's processing-time watermark (the ingestion time of
+        its oldest event not planned yet) stands longer than ``after``; the
+        coordinator logs the segment, writer or reader holding it
+        (``tidemarkctl watermarks --why`` for a job). 0: never.
+        """
+        return self._set("stall_log_after", after)
+
     def with_epoch_budget(
         self, max_events: int | None = MAX_EPOCH_EVENTS, max_bytes: int | None = MAX_EPOCH_BYTES
     ) -> FlinkTidemarkReaderBuilder:
@@ -347,6 +358,10 @@ class FlinkTidemarkReaderBuilder:
             uid=options.get("uid"),
             parallelism=parallelism,
             epoch_interval_ms=interval,
+            stall_log_after_ms=_millis(
+                "with_stall_log_after",
+                options.get("stall_log_after", DEFAULT_STALL_LOG_AFTER_MS),
+            ),
         )
 
     def _json_fields(self, deserializer: str) -> tuple[tuple[str, str], ...]:

@@ -32,6 +32,7 @@ sinks once.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import suppress
@@ -42,6 +43,7 @@ from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, 
 
 from connector.client import StoreClient  # noqa: TC001 - a reader's client, held
 from connector.reader.late_count import LateCount
+from connector.reader.progress_watch import ProgressWatch
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -63,6 +65,9 @@ __all__ = ["EpochCoordinator", "TaskReader"]
 _TICK_PERIOD_MS = 1_000
 #: How often the coordinator asks the store how many events it has not planned, ms.
 _PENDING_EVERY_MS = 1_000
+
+
+_log = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -96,7 +101,18 @@ class EpochCoordinator(KeyedProcessFunction):
         self._lag_ms = Value(group, "watermarkLagMs", mode)
         self._watermark_lag = Value(operator, "watermarkLag", mode)
         self._pending_records = Value(operator, "pendingRecords", mode)
+        self._figures = {
+            name: Value(group, name, mode)
+            for name in (
+                "processingTimeWatermark",
+                "processingTimeDelayMs",
+                "eventTimeWatermark",
+                "eventTimeDelayMs",
+            )
+        }
         self._pending_counted_at = 0
+        name = f"the Flink job's source {self.settings.coordinator_name!r}"
+        self._watch = ProgressWatch(name, spec.stream_names, _log, self.settings.stall_log_after_ms)
 
     def close(self) -> None:  # noqa: D102
         if self._store is not None:
@@ -161,7 +177,18 @@ class EpochCoordinator(KeyedProcessFunction):
             self._watermark_lag.set(now - watermark)
         if now - self._pending_counted_at >= _PENDING_EVERY_MS:
             assert self._planner is not None and self._store is not None
-            self._pending_records.set(self._store.call(_pending_events, self._planner, frontier))
+            client = self._planner.client
+            progress = self._store.call(self._watch.look, client, frontier.state).progress
+            self._pending_records.set(progress.unread_events)
+            figures = {
+                "processingTimeWatermark": progress.processing_time_watermark,
+                "processingTimeDelayMs": progress.processing_time_delay_ms,
+                "eventTimeWatermark": progress.event_time_watermark,
+                "eventTimeDelayMs": progress.event_time_delay_ms,
+            }
+            for name, value in figures.items():
+                if value is not None:
+                    self._figures[name].set(value)
             self._pending_counted_at = now
 
 
@@ -169,17 +196,6 @@ def _whole_read(planner: SourcePlanner) -> tuple[Frontier, tuple[ReadTask, ...]]
     start = planner.start()
     end = planner.end(start)
     return end, planner.tasks(start, end)
-
-
-def _pending_events(planner: SourcePlanner, frontier: Frontier) -> int:
-    """Events between ``frontier`` and the tails of its segments (the store counts them)."""
-    client = planner.client
-    pending = 0
-    for segment, cursor in frontier.state.cursors.items():
-        if cursor.at_end_cut:
-            continue
-        pending += client.plan_read(segment, cursor.offset).events
-    return pending
 
 
 class TaskReader(FlatMapFunction):

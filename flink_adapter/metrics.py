@@ -16,12 +16,20 @@ On each reader subtask (operator ``Tidemark source: <streams>``):
 
 On the coordinator (operator ``Tidemark coordinator: <streams>``):
 
-- ``pendingRecords``: events in the store the source has not planned yet,
-  counted by the store every second (no event is read to count them);
+- ``pendingRecords``: the job's unread events: events in the store the
+  source has not planned yet, counted by the store every second in one
+  call (no event is read to count them);
 - ``watermarkLag``: ms from the group watermark less the lag to now, when
   the last epoch was planned;
-- ``tidemark.groupWatermark``, ``tidemark.watermarkLagMs`` (the same, as
-  before), ``tidemark.pythonThreadMode``.
+- ``tidemark.processingTimeWatermark`` and ``tidemark.processingTimeDelayMs``,
+  ``tidemark.eventTimeWatermark`` and ``tidemark.eventTimeDelayMs``: the
+  job's two watermarks (epoch ms) and their delays behind the store's
+  clock, every second, by the rules (and the glossary's names) of the
+  store's reader-group metrics (:mod:`connector.groups.progress`); once per
+  stall longer than ``with_stall_log_after`` the coordinator logs what
+  holds the watermark;
+- ``tidemark.groupWatermark``, ``tidemark.watermarkLagMs`` (the same as
+  ``watermarkLag``, as before), ``tidemark.pythonThreadMode``.
 
 In thread mode every value is a Flink counter set to the value
 (:class:`Value`), never a gauge calling Python: Flink reads a Python gauge

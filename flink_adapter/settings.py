@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS
 from connector.reader.source import ReadSpec
 from flink_adapter.json_fields import JsonFields
 
@@ -37,6 +38,8 @@ class SourceSettings:
             check they run in it).
         json_fields: the declared JSON fields (name, SQL type), each a
             typed column of the rows (:mod:`flink_adapter.json_fields`).
+        stall_log_after_ms: the coordinator logs what holds the watermark
+            once per stall longer than this (0: never).
     """
 
     spec: ReadSpec
@@ -47,6 +50,7 @@ class SourceSettings:
     python_mode: str | None = None
     mode: str = "process"
     json_fields: JsonFields = ()
+    stall_log_after_ms: int = DEFAULT_STALL_LOG_AFTER_MS
 
     @property
     def uid_prefix(self) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 from connector.client.serializers import SERIALIZER_NAMES
 from connector.errors import InvalidArgumentError
 from connector.names import SegmentId, StreamId, validate_name
+from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS
 from connector.reader.source import OptionNames, ReadSpec, StreamCut, StreamRead
 from connector.reader.source.spec import store_uri
 from connector.security.credentials import ClientCredentials
@@ -41,6 +42,7 @@ __all__ = [
     "parse_timestamp_ms",
     "read_spec",
     "reader_group",
+    "stall_log_after_ms",
 ]
 
 #: The values the ``deserializer`` option takes: the client's serializer names.
@@ -65,6 +67,7 @@ _SOURCE_OPTIONS = (
     "maxBytesPerTrigger",
     "deserializer",
     "readerGroup",
+    "stallLogAfter",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
@@ -410,6 +413,20 @@ def reader_group(options: Mapping[str, str]) -> tuple[str, str] | None:
         msg = f"option 'readerGroup': {error}"
         raise InvalidArgumentError(msg) from None
     return _streams(found)[0].scope, name
+
+
+def stall_log_after_ms(options: Mapping[str, str]) -> int:
+    """``stallLogAfter`` (an interval; default 1 minute, 0: never) in ms.
+
+    The driver logs what holds the query's watermark once per stall: when its
+    processing-time watermark has stood longer than this.
+
+    Raises:
+        InvalidArgumentError: not an interval, naming the option.
+    """
+    found = _lookup(options, _SOURCE_OPTIONS)
+    text = found.get("stallLogAfter")
+    return DEFAULT_STALL_LOG_AFTER_MS if text is None else parse_interval_ms(text, "stallLogAfter")
 
 
 def for_batch(spec: ReadSpec) -> ReadSpec:

@@ -3,14 +3,17 @@
 The driver plans with the reader core (:class:`~connector.reader.source.SourcePlanner`):
 offsets are its frontiers, partitions its read tasks. Each offset Spark
 shows (a batch's ``startOffset`` and ``endOffset``, the ``latestOffset`` of
-its progress) leads with ``streams``: per stream, how many events
-(``eventsBehindTail``) and how much ingestion time (``msBehindTail``) lie
-between where the query has planned to and the streams' tails, counted by
-the rule of the store's reader-group lag
-(:func:`connector.groups.lag.state_lag`); the frontier follows, and is all
-a restart reads back. With ``readerGroup`` the driver also publishes each
-position the query has processed as that reader group, so the store's
-metrics show the query's lag. Each task reads its
+its progress) leads with the figures of where the query has planned to, by
+the rules and names of the store's reader-group metrics
+(:mod:`connector.groups.progress`, the glossary): ``streams``, per stream
+its ``unreadEvents`` and ``processingTimeDelayMs``, then ``progress``, the
+query's ``unreadEvents``, processing-time and event-time watermarks and
+their delays (``...Watermark``, ``...DelayMs``) and their ``diagnosis``;
+the frontier follows, and is all a restart reads back. Once per stall
+longer than ``stallLogAfter`` the driver logs what holds the watermark.
+With ``readerGroup`` the driver also publishes each position the query has
+processed as that reader group, so the store's metrics show the query's
+figures. Each task reads its
 ranges with :func:`~connector.reader.source.read_columns` and returns the
 columns as Arrow record batches. In a time domain with watermarks every
 row carries the watermark as of the end of its micro-batch and whether it
@@ -34,8 +37,9 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 from pyspark.sql.types import StructType
 
 from connector.errors import TidemarkError
-from connector.groups.lag import state_lag
+from connector.groups.progress import GroupProgress, delay_ms
 from connector.reader.group import ReaderGroupManager
+from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS, ProgressWatch
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -141,7 +145,11 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     """
 
     def __init__(
-        self, spec: ReadSpec, schema: StructType, reader_group: tuple[str, str] | None = None
+        self,
+        spec: ReadSpec,
+        schema: StructType,
+        reader_group: tuple[str, str] | None = None,
+        stall_log_after_ms: int = DEFAULT_STALL_LOG_AFTER_MS,
     ):
         super().__init__(spec, schema)
         self._reader_group = reader_group
@@ -149,6 +157,10 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         self._target: Frontier | None = None
         self._last_end: Frontier | None = None
         self._published: str | None = None
+        group = "" if reader_group is None else f" (reader group {'/'.join(reader_group)})"
+        self._watch = ProgressWatch(
+            f"the Spark query{group}", spec.stream_names, _log, stall_log_after_ms
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -162,18 +174,27 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         return self._start
 
     def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
-        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails.
+        """``frontier`` as Spark's offset, led by the figures of ``planned_to`` (see the module).
 
         With ``readerGroup`` it names the group (``scope/group``): a sink with
         ``assertWatermark`` reads it from the offset log to record its stage.
         """
-        lag = state_lag((planned_to or frontier).state, self._plans.client.plan_read)
+        look = self._watch.look(self._plans.client, (planned_to or frontier).state)
+        now = look.progress.now
         streams = {
-            name: {"eventsBehindTail": behind.events, "msBehindTail": behind.lag_ms}
-            for name, behind in lag.by_stream(self._spec.stream_names).items()
+            name: {
+                "unreadEvents": behind.events,
+                "processingTimeDelayMs": delay_ms(now, behind.processing_time_watermark),
+            }
+            for name, behind in look.lag.by_stream(self._spec.stream_names).items()
         }
         named = {} if self._reader_group is None else {"readerGroup": "/".join(self._reader_group)}
-        return {"streams": streams, **named, **frontier.to_dict()}
+        return {
+            "streams": streams,
+            "progress": _figures(look.progress),
+            **named,
+            **frontier.to_dict(),
+        }
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Where a new query starts: ``startingStreamCut``."""
@@ -253,6 +274,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     def stop(self) -> None:
         """Closes the driver's connection; stopping twice is harmless."""
         self._stop()
+
+
+def _figures(progress: GroupProgress) -> dict[str, Any]:
+    """A group's figures under Spark's camelCase names (the glossary's, as in the metrics)."""
+    return {
+        "unreadEvents": progress.unread_events,
+        "processingTimeWatermark": progress.processing_time_watermark,
+        "processingTimeDelayMs": progress.processing_time_delay_ms,
+        "eventTimeWatermark": progress.event_time_watermark,
+        "eventTimeDelayMs": progress.event_time_delay_ms,
+        "diagnosis": progress.diagnosis.value,
+    }
 
 
 class TidemarkBatchReader(_Reading, DataSourceReader):

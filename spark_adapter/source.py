@@ -27,7 +27,14 @@ from pyspark.sql.types import StructType
 
 from connector.errors import InvalidArgumentError
 from connector.reader.source import probe_store
-from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec, reader_group
+from spark_adapter.options import (
+    SinkOptions,
+    for_batch,
+    for_stream,
+    read_spec,
+    reader_group,
+    stall_log_after_ms,
+)
 from spark_adapter.reading import TidemarkBatchReader, TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.sink import TidemarkBatchWriter, TidemarkStreamWriter
@@ -76,7 +83,9 @@ class TidemarkDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """An unbounded reader from ``startingStreamCut``; ``readerGroup`` publishes positions."""
         spec = for_stream(read_spec(self.options))
-        return TidemarkStreamReader(spec, schema, reader_group(self.options))
+        return TidemarkStreamReader(
+            spec, schema, reader_group(self.options), stall_log_after_ms(self.options)
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A batch writer; refuses ``overwrite`` (a stream only grows)."""

@@ -401,7 +401,7 @@ class PlanReadRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_events: _Optional[int] = ..., max_bytes: _Optional[int] = ..., before_time: _Optional[int] = ..., work_buckets: _Optional[int] = ...) -> None: ...
 
 class PlanReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark", "work")
+    __slots__ = ("segment", "offset", "next_offset", "events", "watermark", "end_of_segment", "at_tail", "successors", "event_time_watermark", "first_ingestion_time", "work")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -411,6 +411,7 @@ class PlanReadResponse(_message.Message):
     AT_TAIL_FIELD_NUMBER: _ClassVar[int]
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    FIRST_INGESTION_TIME_FIELD_NUMBER: _ClassVar[int]
     WORK_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
@@ -421,8 +422,9 @@ class PlanReadResponse(_message.Message):
     at_tail: bool
     successors: _containers.RepeatedScalarFieldContainer[str]
     event_time_watermark: int
+    first_ingestion_time: int
     work: UnreadWork
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., work: _Optional[_Union[UnreadWork, _Mapping]] = ...) -> None: ...
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., events: _Optional[int] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., at_tail: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., first_ingestion_time: _Optional[int] = ..., work: _Optional[_Union[UnreadWork, _Mapping]] = ...) -> None: ...
 
 class TimeCount(_message.Message):
     __slots__ = ("time", "count")

@@ -149,12 +149,7 @@ def picture(reports: Sequence[WatermarkReport]) -> Picture:
             )
         )
     last = reports[-1]
-    notes = tuple(
-        f"group {g.group}: held back by {g.holding_back}: {g.reason}"
-        if g.holding_back
-        else f"group {g.group}: {g.reason}"
-        for g in last.groups
-    )
+    notes = tuple(f"group {g.group}: {g.reason}" for g in last.groups)
     title = f"{last.stream}: watermarks against the store's clock (UTC)"
     return Picture(title, tuple(lines), notes)
 

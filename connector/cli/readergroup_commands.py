@@ -7,9 +7,10 @@ import click
 from connector.cli.app import Failure, Settings, Shown, TidemarkctlGroup
 from connector.cli.params import SCOPED_NAME
 from connector.cli.scope_commands import names_shown
-from connector.cli.watermark_commands import watermark_text
+from connector.cli.watermark_commands import delay_text, progress_text, watermark_text
+from connector.cli.watermarks import group_view, server_now
 from connector.errors import AlreadyExistsError, NotFoundError
-from connector.groups.lag import group_lag
+from connector.groups.progress import delay_ms
 from connector.groups.state import group_watermark
 from connector.reader.group import ReaderGroupManager
 
@@ -96,68 +97,70 @@ def readergroup_delete(settings: Settings, name: tuple[str, str], if_exists: boo
     return Shown(value, f"reader group {scope_name}/{group} deleted")
 
 
-def _lag_text(ms: int) -> str:
-    return f"{ms}ms" if ms else "0"
-
-
 @readergroup.command("describe")
 @click.argument("name", type=SCOPED_NAME, metavar="SCOPE/GROUP")
 @pass_settings
 def readergroup_describe(settings: Settings, name: tuple[str, str]) -> Shown:
-    """Shows a group's readers, and per segment its position, the tail and the lag.
+    """Shows a group's readers, its watermarks, and per segment its position and unread events.
 
     Like kafka-consumer-groups --describe: OFFSET is where the group reads
-    next, TAIL the segment's end now (LOG-END-OFFSET), LAG the events
-    between them, LAG-MS the ingestion time those events span.
+    next, TAIL the segment's end now (LOG-END-OFFSET), UNREAD the events
+    between them; PROCESSING-TIME the segment's processing-time watermark
+    (the ingestion time of its oldest unread event - 1, or its watermark
+    with nothing unread) and DELAY how far that is behind the store's
+    clock. The same figures, by the same rules, as ``tidemarkctl
+    watermarks`` and the server's metrics (see the glossary).
     """
     scope_name, group = name
     client = settings.client()
-    record = ReaderGroupManager(client).get_reader_group(scope_name, group).record()
-    state = record.state
-    lag = group_lag(record, client.plan_read)
-    watermark_at = {s: c.watermark for s, c in state.cursors.items()}
-    watermark_at.update({s: w.watermark for s, w in state.waiting.items()})
+    now = server_now(client, scope_name)
+    view = group_view(client, scope_name, group, now)
+    record, state = view.record, view.record.state
     segments = [
         {
             "segment": s.segment,
             "offset": s.offset,
             "tail": s.tail,
-            "lag": s.events,
-            "lag_ms": s.lag_ms,
+            "unread_events": s.events,
             "end": state.cursors[s.segment].end if s.segment in state.cursors else None,
-            "watermark": watermark_at[s.segment],
+            "watermark": s.watermark,
+            "processing_time_watermark": s.processing_time_watermark,
+            "processing_time_delay_ms": delay_ms(now, s.processing_time_watermark),
             "reader": s.reader,
             "waiting_for": list(s.waiting_for),
         }
-        for s in lag.segments
+        for s in view.lag.segments
     ]
+    mark = group_watermark(state)
     value = {
-        "group": f"{scope_name}/{group}",
+        "group": view.name,
         "streams": list(record.streams),
         "generation": record.generation,
-        "watermark": group_watermark(state),
-        "lag": lag.events,
-        "lag_ms": lag.lag_ms,
+        "now": now,
+        "watermark": mark,
+        "delay_ms": delay_ms(now, mark),
+        **view.progress.to_dict(),
         "readers": sorted(record.leases),
         "segments": segments,
         "finished": sorted(state.finished),
         "checkpoints": sorted(record.checkpoints),
     }
     lines = [
-        f"reader group {scope_name}/{group}: streams {', '.join(record.streams)}, "
+        f"reader group {view.name}: streams {', '.join(record.streams)}, "
         f"generation {record.generation}, {len(record.leases)} reader(s)",
-        f"  group watermark {watermark_text(value['watermark'])}, "
-        f"lag {lag.events} events, {_lag_text(lag.lag_ms)}",
-        f"  {'SEGMENT':<24} {'OFFSET':>10} {'TAIL':>10} {'LAG':>8} {'LAG-MS':>9}  "
-        f"{'WATERMARK':<24} READER",
+        f"  group watermark {watermark_text(mark)} (delay {delay_text(value['delay_ms'])})",
+        progress_text(view.progress),
+        f"  {'SEGMENT':<24} {'OFFSET':>10} {'TAIL':>10} {'UNREAD':>8}  "
+        f"{'PROCESSING-TIME':<24} {'DELAY':>10}  READER",
     ]
     for s in segments:
         reader = s["reader"] or (
             f"waiting for {', '.join(s['waiting_for'])}" if s["waiting_for"] else "-"
         )
         lines.append(
-            f"  {s['segment']:<24} {s['offset']:>10} {s['tail']:>10} {s['lag']:>8} "
-            f"{_lag_text(s['lag_ms']):>9}  {watermark_text(s['watermark']):<24} {reader}"
+            f"  {s['segment']:<24} {s['offset']:>10} {s['tail']:>10} {s['unread_events']:>8}  "
+            f"{watermark_text(s['processing_time_watermark']):<24} "
+            f"{delay_text(s['processing_time_delay_ms']):>10}  {reader}"
         )
     return Shown(value, "\n".join(lines))
 

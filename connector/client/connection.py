@@ -794,6 +794,9 @@ def _planned(message: Any) -> PlannedRead:
         successors=tuple(message.successors),
         event_time_watermark=_event_time(message),
         work=_work(message.work) if message.HasField("work") else None,
+        first_ingestion_time=(
+            message.first_ingestion_time if message.HasField("first_ingestion_time") else None
+        ),
     )
 
 

@@ -36,20 +36,27 @@ Names, all prefixed ``tidemark_``:
   segments they follow, and those armed (not waiting for their reader to
   consume data).
 - ``stream_tail_watermark_timestamp_seconds`` and
-  ``stream_tail_watermark_lag_seconds`` {stream}: the lowest watermark of the
+  ``stream_tail_watermark_delay_seconds`` {stream}: the lowest watermark of the
   stream's open segments, and how far it is behind the store's clock.
 - ``stream_event_time_watermark_timestamp_seconds`` and
-  ``stream_event_time_watermark_lag_seconds`` {stream}: the lowest event-time
+  ``stream_event_time_watermark_delay_seconds`` {stream}: the lowest event-time
   watermark its writers asserted on its open segments (absent while no
   writer is active), and how far it is behind the store's clock;
   ``stream_active_writers`` {stream}: the writers holding it;
   ``timed_out_writers_total``: writers the store marked idle after its
   idle timeout.
-- ``reader_group_lag_events`` and ``reader_group_lag_seconds`` {group}: per
-  reader group (``scope/group``), the events it has still to read and the
-  most ingestion time they span in one segment (see
-  :mod:`connector.groups.lag`); ``reader_group_watermark_timestamp_seconds``
-  {group}: its group watermark.
+- Per reader group (``scope/group``), by the rules of
+  :mod:`connector.groups.progress` and :mod:`connector.groups.stall` (the
+  CLI's and the engines' too): ``reader_group_unread_events``, the events it
+  has still to read; ``reader_group_watermark_timestamp_seconds``, its
+  (ingestion) watermark; ``reader_group_processing_time_watermark_timestamp_seconds``
+  and ``..._delay_seconds``, the ingestion time of its oldest unread event
+  (or, with nothing unread, the least segment watermark) and how far that
+  is behind the store's clock; ``reader_group_event_time_watermark_timestamp_seconds``
+  and ``..._delay_seconds``, its event-time watermark (absent while not
+  known); ``reader_group_diagnosis_info`` {group, diagnosis}: what the two
+  delays say; ``reader_group_watermark_holder_info`` {group, domain, cause,
+  segment, reader, writer}: what holds each watermark now.
 - On a replicated store (JetStream), per log (a stream ``scope/stream``, the
   ``catalog`` or the ``state``) and replica (a node): ``replica_leader`` (1
   for the leader), ``replica_current`` (1 while up to date),
@@ -100,8 +107,10 @@ from connector.background import TaskStatus
 from connector.clock import Clock
 from connector.errors import DataLossError, TidemarkError
 from connector.groups.lag import group_lag
+from connector.groups.progress import group_progress, writers_assert
 from connector.groups.record import STATE_KEY_PREFIX, GroupRecord
-from connector.groups.state import group_watermark
+from connector.groups.stall import Holder, StoreTiming, event_time_segment, why
+from connector.groups.state import group_event_time, group_watermark
 from connector.ops.call_metrics import CallMetricsInterceptor
 from connector.ops.data_loss import DataLossLog
 from connector.ops.health import is_serving
@@ -139,7 +148,7 @@ class _StoreStateCollector(Collector):
             labels=["stream"],
         )
         lag = GaugeMetricFamily(
-            "tidemark_stream_tail_watermark_lag_seconds",
+            "tidemark_stream_tail_watermark_delay_seconds",
             "How far the stream's tail watermark is behind the store's clock.",
             labels=["stream"],
         )
@@ -150,7 +159,7 @@ class _StoreStateCollector(Collector):
             labels=["stream"],
         )
         event_time_lag = GaugeMetricFamily(
-            "tidemark_stream_event_time_watermark_lag_seconds",
+            "tidemark_stream_event_time_watermark_delay_seconds",
             "How far the stream's event-time watermark is behind the store's clock.",
             labels=["stream"],
         )
@@ -245,44 +254,111 @@ class _CallStateCollector(Collector):
         yield parked
 
 
+def _group_gauge(name: str, help_text: str, *labels: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"tidemark_reader_group_{name}", help_text, labels=["group", *labels])
+
+
 class _ReaderGroupCollector(Collector):
-    """Each reader group's lag and watermark, read from the store when Prometheus scrapes."""
+    """Each reader group's figures and what holds its watermarks, read at scrape time."""
 
     def __init__(self, store: Storage):
         self._store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:  # noqa: D102
-        events = GaugeMetricFamily(
-            "tidemark_reader_group_lag_events",
-            "Events the reader group has still to read, over its unfinished segments.",
-            labels=["group"],
+        unread = _group_gauge(
+            "unread_events", "Events the reader group has still to read, over its segments."
         )
-        seconds = GaugeMetricFamily(
-            "tidemark_reader_group_lag_seconds",
-            "The most ingestion time the group's unread events span in one segment.",
-            labels=["group"],
-        )
-        watermark = GaugeMetricFamily(
-            "tidemark_reader_group_watermark_timestamp_seconds",
+        watermark = _group_gauge(
+            "watermark_timestamp_seconds",
             "The reader group's watermark (ingestion time, since the epoch).",
-            labels=["group"],
+        )
+        processing = _group_gauge(
+            "processing_time_watermark_timestamp_seconds",
+            "Ingestion time of the group's oldest unread event (a segment with nothing unread: "
+            "its watermark), since the epoch.",
+        )
+        processing_delay = _group_gauge(
+            "processing_time_watermark_delay_seconds",
+            "How far the group's processing-time watermark is behind the store's clock.",
+        )
+        event = _group_gauge(
+            "event_time_watermark_timestamp_seconds",
+            "The group's event-time watermark: its writers' event time, or its ingestion "
+            "watermark where no writer asserts one (absent while not known).",
+        )
+        event_delay = _group_gauge(
+            "event_time_watermark_delay_seconds",
+            "How far the group's event-time watermark is behind the store's clock.",
+        )
+        diagnosis = _group_gauge(
+            "diagnosis_info",
+            "1, labelled with what the group's two delays say: healthy, data_old_or_buffered, "
+            "blocked_or_slow, watermark_stands_still or not_known.",
+            "diagnosis",
+        )
+        holder = _group_gauge(
+            "watermark_holder_info",
+            "1, labelled with what holds the group's watermark now, per domain (ingestion_time, "
+            "event_time): the cause, the segment and its reader or writer.",
+            "domain",
+            "cause",
+            "segment",
+            "reader",
+            "writer",
         )
         store = self._store
+        config = store.config
+        timing = StoreTiming(
+            config.max_watermark_lag_ms, config.polling_period_ms, config.writer_idle_timeout_ms
+        )
+        now = config.clock.now_ms()
         for key in store.state_keys(STATE_KEY_PREFIX):
             name = key.removeprefix(STATE_KEY_PREFIX)
             try:
                 record = GroupRecord.from_json(store.get_state(key).value)
                 lag = group_lag(record, store.plan_read)
+                tails = {
+                    t.segment: t
+                    for stream in record.streams
+                    for t in store.describe_tails(*stream.split("/", 1)).segments
+                }
+                held = event_time_segment(record)
+                writers = {} if held is None else {held: store.segment_info(held).writers}
             except (TidemarkError, ValueError, KeyError, TypeError):
                 continue  # gone, or its streams deleted, while we looked
-            events.add_metric([name], lag.events)
-            seconds.add_metric([name], lag.lag_ms / 1000)
-            mark = group_watermark(record.state)
+            state = record.state
+            mark = group_watermark(state)
+            figures = group_progress(
+                lag, mark, group_event_time(state), now, writers_assert=writers_assert(state, tails)
+            )
+            unread.add_metric([name], figures.unread_events)
             if 0 <= mark < END_OF_TIME:  # not a time: no segment left
                 watermark.add_metric([name], mark / 1000)
-        yield events
-        yield seconds
-        yield watermark
+            if figures.processing_time_watermark < END_OF_TIME:
+                processing.add_metric([name], figures.processing_time_watermark / 1000)
+            processing_delay.add_metric([name], figures.processing_time_delay_ms / 1000)
+            if figures.event_time_watermark is not None:
+                if figures.event_time_watermark < END_OF_TIME:
+                    event.add_metric([name], figures.event_time_watermark / 1000)
+                event_delay.add_metric([name], (figures.event_time_delay_ms or 0) / 1000)
+            diagnosis.add_metric([name, figures.diagnosis.value], 1)
+            stall = why(name, record, lag, tails, writers, timing, now)
+            for held_by in (stall.ingestion_time, stall.event_time):
+                if held_by is not None:
+                    holder.add_metric([name, *_holder_labels(held_by)], 1)
+        yield from (unread, watermark, processing, processing_delay, event, event_delay)
+        yield diagnosis
+        yield holder
+
+
+def _holder_labels(holder: Holder) -> list[str]:
+    return [
+        holder.domain,
+        holder.cause.value,
+        holder.segment or "",
+        holder.reader or "",
+        holder.writer or "",
+    ]
 
 
 class _ReplicationCollector(Collector):

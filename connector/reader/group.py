@@ -121,7 +121,7 @@ class ReaderGroupManager:
         checkpoint): published after each batch, its lag and watermark show
         where a reader group's do, in ``tidemarkctl readergroup describe``,
         ``tidemarkctl watermarks --group`` and the store's metrics
-        (``tidemark_reader_group_lag_events``...), counted by the same rule
+        (``tidemark_reader_group_unread_events``...), counted by the same rule
         (:func:`connector.groups.lag.group_lag`). The group is created on the
         first call; each call replaces the position. Returns whether it was
         written (False: a group of that name has readers, and is left alone).

@@ -64,13 +64,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="with --storage file: where the store keeps its files")
     parser.add_argument("--listen", default="127.0.0.1:7070", help="host:port (port 0: any free)")
     parser.add_argument(
+        "--idle-tick-after-ms",
+        type=int,
+        default=None,
+        help=(
+            "a segment with no write for this long gets an idle tick that advances its "
+            "watermark; not the readers' max_event_time_lag (default 10000)"
+        ),
+    )
+    parser.add_argument(
         "--max-watermark-lag-ms",
         type=int,
-        default=10_000,
-        help=(
-            "a segment idle this long gets a tick that advances its watermark; not the "
-            "readers' max_event_time_lag (default 10000)"
-        ),
+        default=None,
+        help="the former name of --idle-tick-after-ms (deprecated)",
     )
     parser.add_argument(
         "--polling-period-ms",
@@ -199,10 +205,26 @@ def _refuse(message: str, exit_code: int = 2) -> NoReturn:
     sys.exit(exit_code)
 
 
+def _idle_tick_after_ms(args: argparse.Namespace) -> int:
+    """``--idle-tick-after-ms``, or its former name with a warning naming the new one."""
+    old, new = args.max_watermark_lag_ms, args.idle_tick_after_ms
+    if old is None:
+        return 10_000 if new is None else new
+    if new is not None:
+        _refuse("--max-watermark-lag-ms is the former name of --idle-tick-after-ms: give one")
+    print(
+        "tidemark-server: warning: --max-watermark-lag-ms is deprecated: use "
+        f"--idle-tick-after-ms {old}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return old
+
+
 def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
     """The server the arguments describe; a value it refuses ends the start, naming the flag."""
     values = {
-        "max_watermark_lag_ms": args.max_watermark_lag_ms,
+        "max_watermark_lag_ms": _idle_tick_after_ms(args),
         "polling_period_ms": args.polling_period_ms,
         "max_event_size": args.max_event_size,
         "writer_idle_timeout_ms": args.writer_idle_timeout_ms,
@@ -237,8 +259,12 @@ def _server(args: argparse.Namespace, clock: Clock) -> StoreServer:
         # The store and the server name their fields: say the flags instead.
         fetch_flags = [f"max_fetch_{n}" for n in _FETCH_FLAGS]
         names = [*values, "max_parked_reads_per_connection", *fetch_flags]
+        # The idle tick's field is named by the flag given: the new name unless the former.
+        given = {"max_watermark_lag_ms": "--max-watermark-lag-ms"}
+        if args.max_watermark_lag_ms is None:
+            given["max_watermark_lag_ms"] = "--idle-tick-after-ms"
         for name in sorted(names, key=len, reverse=True):  # a name inside a longer one last
-            message = message.replace(name, "--" + name.replace("_", "-"))
+            message = message.replace(name, given.get(name, "--" + name.replace("_", "-")))
         for name, flag in _JETSTREAM_FLAGS.items():
             message = message.replace(name, flag)
         _refuse(message)

@@ -87,6 +87,7 @@ def plan_message(plan: PlannedRead) -> _pb.PlanReadResponse:
         successors=plan.successors,
         event_time_watermark=plan.event_time_watermark,
         work=None if plan.work is None else work_message(plan.work),
+        first_ingestion_time=plan.first_ingestion_time,
     )
 
 

@@ -15,6 +15,10 @@ A plan may also stop before the first event ingested at or after a time
 event lies, and only the frames between them are walked. A plan from a
 segment's first readable offset with ``before_time`` finds where a read by
 time starts (Kafka's offsets by timestamp), exactly.
+
+A plan of at least one event also says when the first was ingested (one
+header read): the ingestion time of a reader's oldest unread event, which
+makes its processing-time watermark (:mod:`connector.groups.progress`).
 """
 
 from __future__ import annotations
@@ -84,6 +88,9 @@ def plan_read(
     if walk.last_time is not None:
         watermark = max(watermark, walk.last_time - 1)
     end_of_segment = snapshot.sealed and stop == end
+    first_time = None
+    if walk.events:  # the event at offset: its header alone
+        first_time = HEADER.unpack(segment.read_bytes(offset, offset + HEADER.size))[2]
     return PlannedRead(
         segment=segment.name,
         offset=offset,
@@ -94,6 +101,7 @@ def plan_read(
         at_tail=stop == end,
         successors=segment.successors if end_of_segment else (),
         event_time_watermark=event_time,
+        first_ingestion_time=first_time,
     )
 
 

@@ -191,20 +191,24 @@ def test_watermarks_show_lag_idle_segments_and_what_holds_a_group_back(
     now = CLOCK_START_MS + 7_000
     assert report["now"] == now
     by_name = {s["segment"]: s for s in report["segments"]}
-    assert by_name["ops/s/0"]["lag_ms"] == now - by_name["ops/s/0"]["watermark"]
+    assert by_name["ops/s/0"]["delay_ms"] == now - by_name["ops/s/0"]["watermark"]
     assert by_name["ops/s/0"]["watermark"] == CLOCK_START_MS + 5_000 - 1
     assert by_name["ops/s/1"]["idle"] is True
-    assert by_name["ops/s/1"]["lag_ms"] > by_name["ops/s/0"]["lag_ms"]
+    assert by_name["ops/s/1"]["delay_ms"] > by_name["ops/s/0"]["delay_ms"]
     (group,) = report["groups"]
     assert group["group"] == "ops/g"
-    assert group["holding_back"] in ("ops/s/0", "ops/s/1")
-    assert group["lag_ms"] == now - group["watermark"]
-    assert group["reason"] == f"no readers: nobody reads {group['holding_back']}"
+    held = group["holding_back"]
+    assert held in ("ops/s/0", "ops/s/1")  # both at their creation
+    assert group["delay_ms"] == now - group["watermark"]
+    assert group["reason"].endswith(f"no reader in the group: nobody reads {held}")
+    assert group["unread_events"] == 1
+    assert group["processing_time_watermark"] == CLOCK_START_MS - 1  # segment 1: nothing
 
     human = run(store_server.uri, "watermarks", "ops/s", "--group", "ops/g")
     assert human.exit_code == 0
     assert "idle" in human.output and "group ops/g: watermark" in human.output
-    assert "held back by ops/s/" in human.output and ": no readers: nobody reads" in human.output
+    assert "held at" in human.output and "by ops/s/" in human.output
+    assert "processing-time watermark" in human.output and "unread events" in human.output
 
 
 def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_active_writers(
@@ -221,7 +225,7 @@ def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_acti
     assert report["event_time_watermark"] == CLOCK_START_MS - 9_000
     for segment in report["segments"]:
         assert segment["event_time_watermark"] == CLOCK_START_MS - 9_000
-        assert segment["event_time_lag_ms"] == 10_000 and segment["writers"] == 2
+        assert segment["event_time_delay_ms"] == 10_000 and segment["writers"] == 2
     human = run(store_server.uri, "watermarks", "ops/s")
     assert "EVENT TIME (WRITERS)" in human.output and "2023-11-14T22:13:11.000Z" in human.output
 
@@ -246,7 +250,7 @@ def test_watermarks_and_stream_describe_show_the_writers_event_time_and_the_acti
 
 def test_watermarks_plot_draws_a_picture(spawn_server, tmp_path: pathlib.Path) -> None:
     server = spawn_server(
-        tmp_path / "data", "--max-watermark-lag-ms", "300", "--polling-period-ms", "100"
+        tmp_path / "data", "--idle-tick-after-ms", "300", "--polling-period-ms", "100"
     )
     with StoreClient(server.uri, retry_timeout_s=2.0) as client:
         StreamManager(client).create_scope("ops")

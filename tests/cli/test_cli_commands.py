@@ -88,13 +88,14 @@ def test_readergroup_create_and_delete_and_the_readers_of_a_deleted_group_fail(
         assert again.read_next_event(timeout_ms=5_000).event == {"n": 1}
 
 
-def test_readergroup_describe_shows_tail_and_lag_in_events_and_ingestion_time(
+def test_readergroup_describe_shows_unread_events_and_the_processing_time_watermarks(
     store_server: StoreServer, client: StoreClient, clock: ManualClock
 ) -> None:
     uri = store_server.uri
     ok_json(uri, "readergroup", "create", "iot/g", "--stream", "iot/s")
     start = json.loads(run(uri, "readergroup", "describe", "iot/g", "--json").stdout)
-    assert start["lag"] == 0 and start["lag_ms"] == 0
+    assert start["unread_events"] == 0
+    assert start["processing_time_watermark"] == CLOCK_START_MS - 1  # empty: its watermark
     clock.advance(1_000)
     client.append("iot/s/0", "w", 0, [b"a", b"b", b"c"])
     clock.advance(2_000)
@@ -104,18 +105,27 @@ def test_readergroup_describe_shows_tail_and_lag_in_events_and_ingestion_time(
     described = ok_json(uri, "readergroup", "describe", "iot/g")
     by_segment = {s["segment"]: s for s in described["segments"]}
     zero, one = by_segment["iot/s/0"], by_segment["iot/s/1"]
-    assert (zero["offset"], zero["lag"]) == (0, 4)
+    assert (zero["offset"], zero["unread_events"]) == (0, 4)
     assert zero["tail"] == client.segment_info("iot/s/0").write_offset
-    # From the watermark the group holds at offset 0 (the segment's creation time - 1) to
-    # the one after the last event (its ingestion time - 1): 3 s of ingestion time.
     assert zero["watermark"] == CLOCK_START_MS - 1
-    assert client.segment_info("iot/s/0").watermark == CLOCK_START_MS + 3_000 - 1
-    assert zero["lag_ms"] == 3_000
-    assert one["lag"] == 1 and one["tail"] == client.segment_info("iot/s/1").write_offset
-    assert described["lag"] == 5 and described["lag_ms"] == zero["lag_ms"]
+    # The oldest unread event of segment 0 was ingested at +1 s, of segment 1 at +3 s.
+    assert zero["processing_time_watermark"] == CLOCK_START_MS + 1_000 - 1
+    assert zero["processing_time_delay_ms"] == 2_001
+    assert one["processing_time_watermark"] == CLOCK_START_MS + 3_000 - 1
+    assert one["unread_events"] == 1 and one["tail"] == client.segment_info("iot/s/1").write_offset
+    assert described["unread_events"] == 5
+    assert (described["processing_time_watermark"], described["processing_time_delay_ms"]) == (
+        CLOCK_START_MS + 999,
+        2_001,
+    )
+    # No writer asserts event time: the group's watermark is its event time.
+    assert described["event_time_watermark"] == described["watermark"] == CLOCK_START_MS - 1
+    assert described["event_time_delay_ms"] == described["delay_ms"] == 3_001
+    assert described["diagnosis"] == "healthy"
 
     text = run(uri, "readergroup", "describe", "iot/g").stdout
-    assert "TAIL" in text and "LAG-MS" in text and "lag 5 events" in text
+    assert "TAIL" in text and "UNREAD" in text and "PROCESSING-TIME" in text
+    assert "5 unread events" in text and "healthy" in text
 
     group = ReaderGroupManager(client).get_reader_group("iot", "g")
     with group.create_reader("r1", BytesSerializer(), sync_interval_ms=0) as reader:
@@ -127,7 +137,8 @@ def test_readergroup_describe_shows_tail_and_lag_in_events_and_ingestion_time(
                 break
         assert read == 5
     caught_up = ok_json(uri, "readergroup", "describe", "iot/g")
-    assert (caught_up["lag"], caught_up["lag_ms"]) == (0, 0)
+    assert caught_up["unread_events"] == 0
+    assert caught_up["processing_time_watermark"] == CLOCK_START_MS + 3_000 - 1  # the tails'
     assert all(s["offset"] == s["tail"] for s in caught_up["segments"])
 
 

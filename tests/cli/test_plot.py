@@ -6,14 +6,8 @@ import datetime
 import pathlib
 
 from connector.cli.plot import picture, plot
-from connector.cli.watermarks import (
-    GroupWatermark,
-    SegmentWatermark,
-    WatermarkReport,
-    held_back_because,
-)
-from connector.groups.record import GroupRecord
-from connector.groups.state import GroupState, SegmentCursor, WaitingSegment
+from connector.cli.watermarks import GroupWatermark, SegmentWatermark, WatermarkReport
+from connector.groups.progress import Diagnosis, GroupProgress
 from tests.conftest import CLOCK_START_MS
 
 
@@ -22,9 +16,11 @@ def report(now: int, marks: dict[str, int], group_mark: int) -> WatermarkReport:
         SegmentWatermark(name, mark, now - mark, False, False, mark + 1, 0)
         for name, mark in marks.items()
     )
-    group = GroupWatermark(
-        "ops/g", group_mark, now - group_mark, "ops/s/1", None, "no readers: nobody reads ops/s/1"
+    progress = GroupProgress(
+        now, 0, group_mark, now - group_mark, group_mark, now - group_mark, Diagnosis.HEALTHY
     )
+    reason = "held by ops/s/1: no reader in the group: nobody reads ops/s/1"
+    group = GroupWatermark("ops/g", group_mark, now - group_mark, "ops/s/1", None, reason, progress)
     return WatermarkReport("ops/s", now, segments, (group,))
 
 
@@ -58,30 +54,12 @@ def test_the_axes_are_wall_clock_times_and_a_note_says_why_the_group_is_held_bac
     assert clock.times[0] == datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.UTC)
     group = drawn.lines[-1]
     assert set(group.values) == {datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.UTC)}
-    assert drawn.notes == ("group ops/g: held back by ops/s/1: no readers: nobody reads ops/s/1",)
+    assert drawn.notes == (
+        "group ops/g: held by ops/s/1: no reader in the group: nobody reads ops/s/1",
+    )
 
 
 def test_the_picture_is_a_png(tmp_path: pathlib.Path) -> None:
     target = tmp_path / "wm.png"
     assert plot(reports(), str(target)).notes
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_why_a_group_is_held_back_in_each_situation() -> None:
-    cursors = {"ops/s/0": SegmentCursor(10, 5_000), "ops/s/1": SegmentCursor(0, 1_000)}
-    waiting = {"ops/s/2": WaitingSegment(500, frozenset({"ops/s/0"}))}
-    state = GroupState(cursors=cursors)
-    nobody = GroupRecord(("ops/s",), 1, state)
-    assert held_back_because(nobody, "ops/s/1", 1_000) == "no readers: nobody reads ops/s/1"
-    unheld = GroupRecord(("ops/s",), 1, state, {"ops/s/0": "r1"}, {"r1": 1})
-    assert held_back_because(unheld, "ops/s/1", 1_000) == "no reader holds ops/s/1"
-    held = GroupRecord(("ops/s",), 1, state, {"ops/s/1": "r1"}, {"r1": 1})
-    assert held_back_because(held, "ops/s/1", 9_000) == "reader r1 is behind on ops/s/1"
-    assert held_back_because(held, "ops/s/1", 1_000).startswith(
-        "ops/s/1 itself: reader r1 is at its tail, and neither a write nor an idle tick"
-    )
-    successor = GroupRecord(("ops/s",), 1, GroupState(cursors=cursors, waiting=waiting))
-    assert held_back_because(successor, "ops/s/2", None) == (
-        "ops/s/2 waits for ops/s/0 to be read to the end"
-    )
-    assert held_back_because(nobody, None, None) == "nothing left to read"

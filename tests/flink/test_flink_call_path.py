@@ -8,9 +8,12 @@ store thread, as in a job (the path follows them there).
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
 from typing import Any
 
 from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
+from connector.reader.progress_watch import ProgressWatch
 from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.functions import EpochCoordinator
@@ -41,6 +44,9 @@ def test_an_epoch_enters_the_core_for_one_plan_and_the_core_never_climbs_back(st
     coordinator._frontier.update(coordinator._planner.start().to_json())  # noqa: SLF001
     for metric in ("_group_watermark", "_lag_ms", "_watermark_lag", "_pending_records"):
         setattr(coordinator, metric, Value())
+    coordinator._figures = defaultdict(Value)  # noqa: SLF001
+    spec = reader.settings.spec
+    coordinator._watch = ProgressWatch("job", spec.stream_names, logging.getLogger(__name__))  # noqa: SLF001
     coordinator._pending_counted_at = 0  # noqa: SLF001
     # Its thread starts with the first call, inside call_path, which follows it there.
     coordinator._store = StoreThread("call-path")  # noqa: SLF001

@@ -30,6 +30,8 @@ _SCOPE, _NAME = STREAM.split("/")
 #: Flink's standard connector metrics (FLIP-33) each operator of the source reports.
 _SOURCE_METRICS = ("currentFetchEventTimeLag", "currentEmitEventTimeLag", "watermarkLag")
 _COORDINATOR_METRICS = ("pendingRecords", "watermarkLag")
+#: The coordinator's figure by the glossary's name (beside the event time's and the watermarks).
+_WATERMARK, _DELAY = "tidemark.processingTimeWatermark", "tidemark.processingTimeDelayMs"
 
 
 @pytest.mark.parametrize("python_mode", PYTHON_MODES)
@@ -72,6 +74,17 @@ def test_each_function_says_which_mode_its_python_runs_in_beside_flinks_connecto
                 rest.metric(port, job_id, name, "tidemark.pythonThreadMode")
                 == [expected] * subtasks
             )
+        # The job's processing-time watermark (a time: it was looked at) and its delay (0 or
+        # more: the store's clock is synthetic), as the store's metrics name them.
+        coordinator = f"Tidemark coordinator: {STREAM}"
+        wait_until(
+            lambda: (
+                [v > 1e12 for v in rest.metric(port, job_id, coordinator, _WATERMARK)] == [True]
+            ),
+            timeout=60,
+            what="the coordinator's processing-time watermark",
+        )
+        assert len(rest.metric(port, job_id, coordinator, _DELAY)) == 1
         if python_mode == THREAD:
             [manager] = rest.get(port, "/taskmanagers")["taskmanagers"]
 

@@ -44,8 +44,13 @@ def naming_violations(exposition: str) -> list[str]:
             found.append(f"{name}: a unit other than a base unit (seconds, bytes)")
         if "timestamp" in name and not name.endswith("_timestamp_seconds"):
             found.append(f"{name}: a timestamp is _timestamp_seconds")
-        if "watermark" in name and not name.endswith(("_timestamp_seconds", "_lag_seconds")):
-            found.append(f"{name}: a watermark is a _timestamp_seconds, its lag _lag_seconds")
+        if "watermark" in name and not name.endswith(
+            ("_timestamp_seconds", "_delay_seconds", "_info")
+        ):
+            found.append(
+                f"{name}: a watermark is a _timestamp_seconds, its delay _delay_seconds "
+                "(what holds it an _info)"
+            )
         if "lag" in name.split("_") and not name.endswith(("_seconds", "_events", "_bytes")):
             found.append(f"{name}: a lag is in _seconds (or counted in _events, _bytes)")
         if family.type != "counter" and name.endswith("_total"):

@@ -98,13 +98,18 @@ def test_every_metric_the_server_exposes_follows_prometheus_conventions(
         "tidemark_requests_total",
         "tidemark_refused_requests_total",
         "tidemark_stream_tail_watermark_timestamp_seconds",
-        "tidemark_stream_tail_watermark_lag_seconds",
-        "tidemark_reader_group_lag_events",
-        "tidemark_reader_group_lag_seconds",
+        "tidemark_stream_tail_watermark_delay_seconds",
+        "tidemark_reader_group_unread_events",
         "tidemark_reader_group_watermark_timestamp_seconds",
+        "tidemark_reader_group_processing_time_watermark_timestamp_seconds",
+        "tidemark_reader_group_processing_time_watermark_delay_seconds",
+        "tidemark_reader_group_event_time_watermark_timestamp_seconds",
+        "tidemark_reader_group_event_time_watermark_delay_seconds",
+        "tidemark_reader_group_diagnosis_info",
+        "tidemark_reader_group_watermark_holder_info",
         "tidemark_background_task_last_success_timestamp_seconds",
         "tidemark_stream_event_time_watermark_timestamp_seconds",
-        "tidemark_stream_event_time_watermark_lag_seconds",
+        "tidemark_stream_event_time_watermark_delay_seconds",
         "tidemark_stream_active_writers",
         "tidemark_timed_out_writers_total",
     } <= families
@@ -175,19 +180,32 @@ def test_calls_are_counted_by_method_and_code_and_refusals_by_cause(
     }
 
 
-def test_each_reader_group_reports_its_lag_in_events_and_seconds(
+def test_each_reader_group_reports_its_unread_events_and_its_two_watermarks_with_delays(
     server: StoreServer, tokens, clock: ManualClock
 ) -> None:
     run_a_workload_that_touches_every_metric(server, tokens, clock)
     group = (("group", "iot/g"),)
     samples = scrape(server.metrics_address)
-    assert samples[("tidemark_reader_group_lag_events", group)] == 4
-    # Segment 0's unread events span from its creation (the group's watermark there) to the
-    # watermark after its last event: 1 s; segment 1's: 3 s, the most.
-    assert samples[("tidemark_reader_group_lag_seconds", group)] == 3.0
+    assert samples[("tidemark_reader_group_unread_events", group)] == 4
     assert samples[("tidemark_reader_group_watermark_timestamp_seconds", group)] == (
         (CLOCK_START_MS - 1) / 1000
     )
+    # The oldest unread event was ingested at +1 s (segment 0), the clock is at +3 s; no
+    # writer asserts event time, so the ingestion watermark is the event time.
+    processing = "tidemark_reader_group_processing_time_watermark"
+    assert samples[(f"{processing}_timestamp_seconds", group)] == (CLOCK_START_MS + 999) / 1000
+    assert samples[(f"{processing}_delay_seconds", group)] == 2.001
+    event_time = "tidemark_reader_group_event_time_watermark"
+    assert samples[(f"{event_time}_timestamp_seconds", group)] == (CLOCK_START_MS - 1) / 1000
+    assert samples[(f"{event_time}_delay_seconds", group)] == 3.001
+    diagnosis = (("diagnosis", "healthy"), ("group", "iot/g"))
+    assert samples[("tidemark_reader_group_diagnosis_info", diagnosis)] == 1
+    holder = {
+        dict(labels)["cause"]
+        for (name, labels) in samples
+        if name == "tidemark_reader_group_watermark_holder_info"
+    }
+    assert holder == {"no_reader"}
 
     with StoreClient(server.uri, credentials=tokens["admin"], retry_timeout_s=2) as admin:
         handle = ReaderGroupManager(admin).get_reader_group("iot", "g")
@@ -198,11 +216,12 @@ def test_each_reader_group_reports_its_lag_in_events_and_seconds(
                 if read == 4:
                     break
     caught_up = scrape(server.metrics_address)
-    assert caught_up[("tidemark_reader_group_lag_events", group)] == 0
-    assert caught_up[("tidemark_reader_group_lag_seconds", group)] == 0
+    assert caught_up[("tidemark_reader_group_unread_events", group)] == 0
+    # Nothing unread: each segment counts its own watermark, the least is segment 0's.
+    assert caught_up[(f"{processing}_timestamp_seconds", group)] == (CLOCK_START_MS + 999) / 1000
 
 
-def test_each_stream_reports_its_writers_event_time_watermark_its_lag_and_its_writers(
+def test_each_stream_reports_its_writers_event_time_watermark_its_delay_and_its_writers(
     server: StoreServer, tokens, clock: ManualClock
 ) -> None:
     stream = (("stream", "iot/s"),)
@@ -220,12 +239,12 @@ def test_each_stream_reports_its_writers_event_time_watermark_its_lag_and_its_wr
         assert samples[("tidemark_stream_event_time_watermark_timestamp_seconds", stream)] == (
             (CLOCK_START_MS - 30_000) / 1000
         )
-        assert samples[("tidemark_stream_event_time_watermark_lag_seconds", stream)] == 80.0
+        assert samples[("tidemark_stream_event_time_watermark_delay_seconds", stream)] == 80.0
         assert samples[("tidemark_stream_active_writers", stream)] == 2
         clock.advance(20_000)  # slow was last seen 70 s ago: past the 60 s timeout
         assert server.store.mark_silent_writers_idle() == 1
         samples = scrape(server.metrics_address)
-        assert samples[("tidemark_stream_event_time_watermark_lag_seconds", stream)] == 30.0
+        assert samples[("tidemark_stream_event_time_watermark_delay_seconds", stream)] == 30.0
         assert samples[("tidemark_stream_active_writers", stream)] == 1
         assert samples[("tidemark_timed_out_writers_total", ())] == 1
 

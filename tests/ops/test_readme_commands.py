@@ -77,7 +77,8 @@ def test_every_tidemarkctl_command_of_the_readme_runs_as_written_in_its_order(
     )
     tailed = outputs["tidemarkctl stream tail iot/sensors --from-start --max-events 10"]
     assert sum('"seq"' in line for line in tailed.splitlines()) == 10
-    assert "lag 12 events" in outputs["tidemarkctl readergroup describe iot/dashboard"]
+    assert "12 unread events" in outputs["tidemarkctl readergroup describe iot/dashboard"]
+    assert "held at" in outputs["tidemarkctl watermarks --why iot/dashboard"]
     assert (tmp_path / "wm.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "NAME.token").exists() and (tmp_path / "pki" / "ca.pem").exists()
     assert outputs["tidemarkctl --version"] == "tidemarkctl, version 0.1.0\n"

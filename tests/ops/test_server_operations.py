@@ -76,11 +76,11 @@ def test_the_metrics_count_a_known_workload(metered: StoreServer, clock: ManualC
     # The idle tick put every open segment's watermark just before now: in seconds.
     watermark = samples[("tidemark_stream_tail_watermark_timestamp_seconds", s)]
     assert (now - 10) / 1000 <= watermark <= now / 1000
-    lag = samples[("tidemark_stream_tail_watermark_lag_seconds", s)]
+    lag = samples[("tidemark_stream_tail_watermark_delay_seconds", s)]
     assert lag == pytest.approx(now / 1000 - watermark, abs=1e-6)
     clock.advance(5_000)
     later = scrape(metered.metrics_address)
-    assert later[("tidemark_stream_tail_watermark_lag_seconds", s)] == pytest.approx(
+    assert later[("tidemark_stream_tail_watermark_delay_seconds", s)] == pytest.approx(
         lag + 5, abs=1e-6
     )
 
@@ -203,3 +203,17 @@ def test_health_is_not_serving_while_a_background_task_is_stalled(
         monkeypatch.setattr(store.engine._journal, "sync", real_sync)
         wait_until(lambda: health_of(channel) == SERVING, what="SERVING once a round succeeds")
         assert idle_ticks().failing_since_ms is None
+
+
+def test_the_former_name_of_the_idle_tick_flag_still_works_and_names_the_new_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from connector.server.cli import _idle_tick_after_ms, _parser  # noqa: PLC0415
+
+    assert _idle_tick_after_ms(_parser().parse_args(["--idle-tick-after-ms", "300"])) == 300
+    assert _idle_tick_after_ms(_parser().parse_args([])) == 10_000
+    assert _idle_tick_after_ms(_parser().parse_args(["--max-watermark-lag-ms", "500"])) == 500
+    assert "deprecated: use --idle-tick-after-ms 500" in capsys.readouterr().err
+    both = _parser().parse_args(["--max-watermark-lag-ms", "5", "--idle-tick-after-ms", "5"])
+    with pytest.raises(SystemExit):
+        _idle_tick_after_ms(both)

@@ -53,7 +53,7 @@ def test_server_serves_until_sigterm_and_keeps_what_it_stored(
 @pytest.mark.parametrize(
     ("flag", "value", "expected"),
     [
-        ("--max-watermark-lag-ms", "-5", "--max-watermark-lag-ms must be >= 0, got -5"),
+        ("--idle-tick-after-ms", "-5", "--idle-tick-after-ms must be >= 0, got -5"),
         ("--polling-period-ms", "0", "--polling-period-ms must be > 0 or None, got 0"),
         ("--max-event-size", "0", "--max-event-size must be > 0, got 0"),
         (

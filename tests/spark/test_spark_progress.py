@@ -1,11 +1,12 @@
 """How far behind a query is, as Spark's progress shows it and as the store's metrics do.
 
 Spark 4.3 gives a Python source no custom metrics, so the source's offsets
-say it: each leads with ``streams``, per stream the events and the
-milliseconds of ingestion time between the query's planned position and
-the tails. With ``readerGroup`` the query's committed position is a reader
-group in the store too, whose metrics (``tidemark_reader_group_lag_*``)
-count by the same rule, also while the query is down. Against a real store
+say it: each leads with ``streams``, per stream the unread events and the
+processing-time delay of the query's planned position, and ``progress``,
+the query's figures. With ``readerGroup`` the query's committed position is
+a reader group in the store too, whose metrics
+(``tidemark_reader_group_unread_events``...) count by the same rule, also
+while the query is down. Against a real store
 server with a metrics port, on a synthetic clock.
 """
 
@@ -64,10 +65,11 @@ def test_offsets_and_the_reader_groups_metrics_say_how_far_behind_the_query_is(
     progress = [p["sources"][0] for p in query.recentProgress if p["numInputRows"]]
     ends = [json.loads(p["endOffset"]) for p in progress]
     behind = [end["streams"][stream] for end in ends]
-    assert list(ends[0]) == ["streams", "ends", "state", "watermark"]  # readable first
-    assert [b["eventsBehindTail"] for b in behind] == [15, 10, 5, 0]
-    waits = [b["msBehindTail"] for b in behind]
-    assert waits == sorted(waits, reverse=True) and waits[0] > 0 and waits[-1] == 0
+    assert list(ends[0]) == ["streams", "progress", "ends", "state", "watermark"]  # readable first
+    assert [b["unreadEvents"] for b in behind] == [15, 10, 5, 0]
+    assert [end["progress"]["unreadEvents"] for end in ends] == [15, 10, 5, 0]
+    waits = [b["processingTimeDelayMs"] for b in behind]
+    assert waits == sorted(waits, reverse=True) and waits[0] > waits[-1]
     latest = [json.loads(p["latestOffset"])["streams"][stream] for p in progress]
     assert latest == behind  # nothing was written meanwhile: the same figures
 
@@ -79,8 +81,9 @@ def test_offsets_and_the_reader_groups_metrics_say_how_far_behind_the_query_is(
         assert naming_violations(answer.read().decode()) == []
     samples = scrape(store.server.metrics_address)
     group = (("group", f"{stream.split('/')[0]}/dashboard"),)
-    assert samples[("tidemark_reader_group_lag_events", group)] == 8
-    assert samples[("tidemark_reader_group_lag_seconds", group)] > 0
+    assert samples[("tidemark_reader_group_unread_events", group)] == 8
+    delay = "tidemark_reader_group_processing_time_watermark_delay_seconds"
+    assert samples[(delay, group)] > 0
 
     # Restarted, its first batch's offsets count the same 8 events (then fewer).
     restarted = (
@@ -94,6 +97,7 @@ def test_offsets_and_the_reader_groups_metrics_say_how_far_behind_the_query_is(
     finally:
         restarted.stop()
     first = next(p["sources"][0] for p in restarted.recentProgress if p["numInputRows"])
-    assert json.loads(first["startOffset"])["streams"][stream]["eventsBehindTail"] == 0
-    assert json.loads(first["endOffset"])["streams"][stream]["eventsBehindTail"] == 3
-    assert scrape(store.server.metrics_address)[("tidemark_reader_group_lag_events", group)] == 0
+    assert json.loads(first["startOffset"])["streams"][stream]["unreadEvents"] == 0
+    assert json.loads(first["endOffset"])["streams"][stream]["unreadEvents"] == 3
+    unread = scrape(store.server.metrics_address)[("tidemark_reader_group_unread_events", group)]
+    assert unread == 0

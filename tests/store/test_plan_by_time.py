@@ -1,5 +1,8 @@
 """A read plan that stops before a time: where a read by ingestion time starts, on every storage.
 
+A plan also says when its first event was ingested (a reader's oldest
+unread event, for its processing-time watermark).
+
 ``plan_read(..., before_time=t)`` stops before the first event ingested at
 or after ``t``: checked against a walk over the frames, through a real gRPC
 server on a synthetic clock, for appends of many sizes, idle ticks between
@@ -75,6 +78,7 @@ def test_a_plan_stops_before_the_first_event_ingested_at_or_after_the_time(
         probes = {created - 1, created, times[-1] + 1, clock.now_ms() + 1_000}
         probes |= {t + d for t in times for d in (-1, 0, 1)}
         starts = [0, *(f.offset for f in frames[:: max(1, len(frames) // 7)])]
+        ingested_at = {f.offset: f.ingestion_time for f in frames}
         for time_ms in sorted(probes):
             for start in starts:
                 for max_events in (None, 3):
@@ -82,6 +86,9 @@ def test_a_plan_stops_before_the_first_event_ingested_at_or_after_the_time(
                     expected = _expected(frames, start, time_ms, max_events)
                     assert (plan.next_offset, plan.events) == expected, (time_ms, start, max_events)
                     assert plan.at_tail == (plan.next_offset == frames[-1].end)
+                    # When the first planned event was ingested: a reader's oldest unread one.
+                    first = ingested_at[start] if plan.events else None
+                    assert plan.first_ingestion_time == first, (time_ms, start, max_events)
         # No event of a plan's stop on is at or before time - 1: the watermark there may say so.
         plan = client.plan_read(segment, 0, before_time=times[len(times) // 2])
         assert all(
