@@ -7,8 +7,10 @@
   second's rows in one burst, so epochs paced by ticks would come once a
   second): it plans with the reader core's
   :meth:`~connector.reader.source.SourcePlanner.step` and emits the epoch's
-  read tasks, then its end (:mod:`flink_adapter.epochs`). A bounded read
-  plans once, on its one tick.
+  read tasks, then its end (:mod:`flink_adapter.epochs`). An epoch over idle
+  segments costs the store one small call, however many there are, and the
+  pending count (once a second) counts on the tails the epoch described. A
+  bounded read plans once, on its one tick.
 - :class:`TaskReader` runs at the source's parallelism behind a broadcast:
   every subtask sees every record, reads the tasks whose lane falls to it
   (with the core's :func:`~connector.reader.source.read_columns`) and, on
@@ -41,6 +43,7 @@ from pyflink.common import Row  # noqa: TC002 - the rows these functions yield
 from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
 
 from connector.client import StoreClient  # noqa: TC001 - a reader's client, held
+from connector.model import PlanRequest
 from connector.reader.source import (
     EventColumns,
     Frontier,
@@ -171,14 +174,18 @@ def _whole_read(planner: SourcePlanner) -> tuple[Frontier, tuple[ReadTask, ...]]
 
 
 def _pending_events(planner: SourcePlanner, frontier: Frontier) -> int:
-    """Events between ``frontier`` and the tails of its segments (the store counts them)."""
-    client = planner.client
-    pending = 0
-    for segment, cursor in frontier.state.cursors.items():
-        if cursor.at_end_cut:
-            continue
-        pending += client.plan_read(segment, cursor.offset).events
-    return pending
+    """Events between ``frontier`` and the tails of its segments (the store counts them).
+
+    On the tails the epoch's plan described: the segments behind them are
+    counted in one call, those at them are not asked of the store.
+    """
+    wanted = [
+        PlanRequest(segment, cursor.offset)
+        for segment, cursor in frontier.state.cursors.items()
+        if not cursor.at_end_cut
+    ]
+    plans = planner.tails.plans(wanted)
+    return sum(plans(request.segment, request.offset).events for request in wanted)
 
 
 class TaskReader(FlatMapFunction):

@@ -7,8 +7,10 @@ its progress) leads with ``streams``: per stream, how many events
 (``eventsBehindTail``) and how much ingestion time (``msBehindTail``) lie
 between where the query has planned to and the streams' tails, counted by
 the rule of the store's reader-group lag
-(:func:`connector.groups.lag.state_lag`); the frontier follows, and is all
-a restart reads back. With ``readerGroup`` the driver also publishes each
+(:func:`connector.groups.lag.state_lag`, on the tails the planner described:
+:meth:`~connector.reader.tails.TailCache.lag`); the frontier follows, and is
+all a restart reads back. A trigger over idle streams costs the store one
+small call, however many segments they have. With ``readerGroup`` the driver also publishes each
 position the query has processed as that reader group, so the store's
 metrics show the query's lag. Each task reads its
 ranges with :func:`~connector.reader.source.read_columns` and returns the
@@ -34,7 +36,6 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 from pyspark.sql.types import StructType
 
 from connector.errors import TidemarkError
-from connector.groups.lag import state_lag
 from connector.reader.group import ReaderGroupManager
 from connector.reader.source import (
     EventColumns,
@@ -149,10 +150,11 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         self._target: Frontier | None = None
         self._last_end: Frontier | None = None
         self._published: str | None = None
+        self._described = False  # a latestOffset described the tails since the last report
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(_start=None, _target=None, _last_end=None, _published=None)
+        state.update(_start=None, _target=None, _last_end=None, _published=None, _described=False)
         return state
 
     def _initial(self) -> Frontier:
@@ -162,8 +164,12 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         return self._start
 
     def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
-        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails."""
-        lag = state_lag((planned_to or frontier).state, self._plans.client.plan_read)
+        """``frontier`` as Spark's offset, led by how far ``planned_to`` is behind the tails.
+
+        The tails are those the planner described last (by the plan of
+        ``frontier``, or, before any, now).
+        """
+        lag = self._plans.tails.lag((planned_to or frontier).state)
         streams = {
             name: {"eventsBehindTail": behind.events, "msBehindTail": behind.lag_ms}
             for name, behind in lag.by_stream(self._spec.stream_names).items()
@@ -195,15 +201,20 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         self._publish(begin)
         end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
         self._last_end = end
+        self._described = True
         return start if end == begin else self._offset(end)
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).
 
-        Its ``streams`` say how far the last batch planned is behind these tails.
+        Its ``streams`` say how far the last batch planned is behind these
+        tails. Spark asks right after ``latestOffset``, in the same trigger:
+        the tails are then those ``latestOffset`` described (no call).
         """
         planned = self._last_end if self._last_end is not None else self._initial()
-        return self._offset(self._plans.tail(planned), planned)
+        tail = self._plans.tail(planned, refresh=not self._described)
+        self._described = False
+        return self._offset(tail, planned)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""

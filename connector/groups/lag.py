@@ -4,7 +4,9 @@ What ``kafka-consumer-groups --describe`` shows per partition (CURRENT-OFFSET,
 LOG-END-OFFSET, LAG), per segment of a group: where the group reads next,
 the segment's tail, the events between them, and how much ingestion time
 they span. The store counts the events (:meth:`StoreClient.plan_read`, or the
-store's own ``plan_read`` on the server), so no event is read.
+store's own ``plan_read`` on the server), so no event is read;
+:func:`lag_plans` names the plans counting takes, for a caller that asks
+for them all in one call first.
 
 :func:`state_lag` is the same for any group state: a host that keeps its
 own (Spark's offsets) reports its lag by the same rule as the store's
@@ -19,10 +21,18 @@ from dataclasses import dataclass
 from connector.errors import TruncatedError
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState
-from connector.model import PlannedRead
+from connector.model import PlannedRead, PlanRequest
 from connector.names import SegmentId
 
-__all__ = ["GroupLag", "Planner", "SegmentLag", "StreamLag", "group_lag", "state_lag"]
+__all__ = [
+    "GroupLag",
+    "Planner",
+    "SegmentLag",
+    "StreamLag",
+    "group_lag",
+    "lag_plans",
+    "state_lag",
+]
 
 #: ``plan_read(segment, offset, max_bytes=None)`` of a client or of the store itself.
 Planner = Callable[..., PlannedRead]
@@ -122,6 +132,17 @@ def state_lag(
     return GroupLag(tuple(lags))
 
 
+def lag_plans(state: GroupState) -> list[PlanRequest]:
+    """The plans :func:`state_lag` asks for of ``state`` (those past a truncation aside)."""
+    positions = [(s, c.offset, c.end) for s, c in sorted(state.cursors.items())]
+    positions += [(segment, 0, None) for segment in sorted(state.waiting)]
+    return [
+        _request(segment, offset, end)
+        for segment, offset, end in positions
+        if end is None or end > offset
+    ]
+
+
 def _segment_lag(
     segment: str,
     offset: int,
@@ -145,7 +166,14 @@ def _segment_lag(
 
 
 def _plan(plan: Planner, segment: str, offset: int, end: int | None) -> PlannedRead:
+    request = _request(segment, offset, end)
+    if request.max_bytes is None:
+        return plan(segment, offset)
+    return plan(segment, offset, max_bytes=request.max_bytes)
+
+
+def _request(segment: str, offset: int, end: int | None) -> PlanRequest:
     """The read from ``offset`` to the tail, or to the end cut ``end`` when there is one."""
     if end is None or end <= offset:
-        return plan(segment, offset)
-    return plan(segment, offset, max_bytes=end - offset)
+        return PlanRequest(segment, offset)
+    return PlanRequest(segment, offset, max_bytes=end - offset)

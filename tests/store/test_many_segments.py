@@ -31,21 +31,10 @@ from connector.server.fetch_sessions import FetchLimits
 from connector.store import StorageConfig
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
 from tests.conftest import new_stream_in, wait_until
+from tests.probes import calls
 
 WIDE = 1_024
 SERVICE = "tidemark.v1.SegmentStore"
-
-
-def calls(server: StoreServer, method: str | None = None) -> int:
-    """Calls of ``method`` (None: of every method) the server answered, whatever the code."""
-    total = 0.0
-    for family in server.metrics.registry.collect():
-        for sample in family.samples:
-            if sample.name != "tidemark_requests_total":
-                continue
-            if method is None or sample.labels["method"] == method:
-                total += sample.value
-    return int(total)
 
 
 def gauge(server: StoreServer, name: str, **labels: str) -> float:
