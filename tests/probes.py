@@ -74,6 +74,18 @@ class CallCounter:
         self._at = now
         return {"all": sum(delta.values()), **delta} if delta else {}
 
+    def wait_for(self, method: str, count: int, timeout: float, what: str) -> dict[str, int]:
+        """Waits (bounded) for ``count`` calls of ``method`` since the last look; returns all."""
+        seen: dict[str, int] = {}
+
+        def enough() -> bool:
+            for name, calls_of in self.since().items():
+                seen[name] = seen.get(name, 0) + calls_of
+            return seen.get(method, 0) >= count
+
+        wait_until(enough, timeout=timeout, what=what)
+        return seen
+
 
 def metrics_address(server: ServerProcess) -> str:
     """Where a server process started with ``--metrics-listen`` serves metrics (from its log)."""

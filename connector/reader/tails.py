@@ -54,6 +54,7 @@ class TailCache:
         self._known: dict[str, StreamTails] = {}  # each stream's last answer, without segments
         self._by_stream: dict[str, dict[str, SegmentTail]] = {s: {} for s in self._streams}
         self._view: Mapping[str, SegmentTail] | None = None
+        self._missing: set[str] = set()  # successors of sealed segments not described yet
 
     def __repr__(self) -> str:
         versions = {s: (k.incarnation, k.version) for s, k in self._known.items()}
@@ -72,11 +73,11 @@ class TailCache:
                 showed in the descriptions.
         """
         for _ in range(_SCALE_ROUNDS):
-            self._describe()
-            missing = self._unknown_successors()
-            if not missing:
+            if self._describe():  # nothing changed: nothing more is missing (no look over all)
+                self._missing = self._unknown_successors()
+            if not self._missing:
                 return self.described()
-        msg = f"the successors {sorted(missing)!r} of sealed segments were never described"
+        msg = f"the successors {sorted(self._missing)!r} of sealed segments were never described"
         raise StoreUnavailableError(msg)
 
     def described(self) -> Mapping[str, SegmentTail]:
@@ -99,7 +100,8 @@ class TailCache:
         """
         return state_lag(state, self.plans(lag_plans(state)), assignments)
 
-    def _describe(self) -> None:
+    def _describe(self) -> bool:
+        """Brings the tails up to date with one call; returns whether any changed."""
         asked = [self._known.get(s, s) for s in self._streams]
         changed = False
         for stream, answer in zip(self._streams, self._client.describe_tails(asked), strict=True):
@@ -116,6 +118,8 @@ class TailCache:
             self._view = MappingProxyType(
                 {n: t for segments in self._by_stream.values() for n, t in segments.items()}
             )
+            return True
+        return False
 
     def _unknown_successors(self) -> set[str]:
         view = self._view or {}

@@ -107,14 +107,7 @@ def test_a_jobs_idle_epochs_ask_one_small_call_each_and_nothing_per_segment(
             lambda: started.since().get("DescribeTails"), timeout=120, what="the first epoch"
         )
         counted = CallCounter(server)
-        epochs: dict[str, int] = {}
-
-        def idle_epochs() -> bool:
-            for method, count in counted.since().items():
-                epochs[method] = epochs.get(method, 0) + count
-            return epochs.get("DescribeTails", 0) >= 20
-
-        wait_until(idle_epochs, timeout=60, what="20 idle epochs")
+        epochs = counted.wait_for("DescribeTails", 20, timeout=60, what="20 idle epochs")
         assert set(epochs) == {"all", "DescribeTails"}, epochs  # nothing else, no segment
 
         client.append(f"{stream}/700", "w", 0, [b"one"])

@@ -6,7 +6,8 @@ server's request counters); an event, or a round of idle ticks, costs what
 it changed. What the tails answer is the store's own answer: a plan from a
 segment's tail is the store's plan there, and an advance within a budget
 planned from the tails is the one planned segment by segment. Synthetic
-clock, no idle advancer: nothing changes unless a test changes it.
+clock, no idle advancer: nothing changes unless a test changes it. One
+unit test, on scripted descriptions, shows how the cache merges them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.clock import ManualClock
 from connector.groups.lag import state_lag
+from connector.model import SegmentTail, StreamTails
 from connector.names import StreamId
 from connector.reader.events import TimeDomain
 from connector.reader.source import Budget, OptionNames, ReadSpec, SourcePlanner
@@ -176,3 +178,48 @@ def test_a_description_catches_a_scale_with_its_successors_and_the_tail_finishes
     description = client.describe_stream(scope, name)
     open_segments = {s.segment for s in description.segments if not s.sealed}
     assert set(after.state.cursors) | set(after.state.waiting) == open_segments
+
+
+class _ScriptedTails:
+    """A client whose descriptions are scripted: a unit test of the cache's merging alone."""
+
+    def __init__(self, *answers: StreamTails):
+        self.answers = list(answers)
+        self.asked: list[object] = []
+
+    def describe_tails(self, streams: list[object]) -> list[StreamTails]:
+        self.asked.append(streams[0])
+        return [self.answers.pop(0)]
+
+
+def _tail(number: int, sealed: bool = False, successors: tuple[str, ...] = ()) -> SegmentTail:
+    return SegmentTail(
+        segment=f"s/t/{number}",
+        version=number,
+        write_offset=10 * number,
+        first_offset=0,
+        watermark=100 + number,
+        event_time_watermark=None,
+        sealed=sealed,
+        last_write_time=0,
+        creation_time=0,
+        key_low=0.0,
+        key_high=1.0,
+        epoch=0,
+        successors=successors,
+    )
+
+
+def test_a_description_that_caught_a_seal_before_its_successors_is_asked_again_for_them() -> None:
+    whole = StreamTails("s", "t", 7, 2, True, (_tail(0), _tail(1)))
+    sealed = StreamTails("s", "t", 7, 3, False, (_tail(1, True, ("s/t/2", "s/t/3")),))
+    successors = StreamTails("s", "t", 7, 5, False, (_tail(3), _tail(2)))
+    client = _ScriptedTails(whole, sealed, successors)
+    cache = TailCache(client, ["s/t"])  # type: ignore[arg-type]
+    assert list(cache.refresh()) == ["s/t/0", "s/t/1"]
+    tails = cache.refresh()
+    assert list(tails) == ["s/t/0", "s/t/1", "s/t/2", "s/t/3"]  # in the order of their numbers
+    assert tails["s/t/1"].sealed
+    # Each call after the first gave back the version answered last, to learn what changed.
+    assert client.asked[0] == "s/t"
+    assert [(k.incarnation, k.version) for k in client.asked[1:]] == [(7, 2), (7, 3)]

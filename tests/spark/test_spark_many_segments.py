@@ -77,14 +77,7 @@ def test_a_query_over_idle_segments_makes_one_call_a_trigger_and_a_batch_a_few(
     try:
         settle(query)
         counted = CallCounter(server)
-        triggers: dict[str, int] = {}
-
-        def idle_triggers() -> bool:
-            for method, count in counted.since().items():
-                triggers[method] = triggers.get(method, 0) + count
-            return triggers.get("DescribeTails", 0) >= 20
-
-        wait_until(idle_triggers, timeout=60, what="20 idle triggers")
+        triggers = counted.wait_for("DescribeTails", 20, timeout=60, what="20 idle triggers")
         assert set(triggers) == {"all", "DescribeTails"}, triggers  # nothing else, no segment
 
         client.append(f"{stream}/700", "w", 0, [b"one"])
