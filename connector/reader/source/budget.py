@@ -28,7 +28,7 @@ Each round of :func:`advance_within`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -151,10 +151,7 @@ def measure(
     """
     plan = client.plan_read if plans is None else plans
     if plans is not None and not left.covered:
-        plans.fetch(
-            _request(s, state.cursors[s], state.cursors[s].offset, *_sizes(left, step))
-            for s in order
-        )
+        plans.fetch(_from_cursors(state, order, *_sizes(left, step)))
     measured = []
     probing = False
     for i, segment in enumerate(order):
@@ -163,10 +160,7 @@ def measure(
             if segment in seen:
                 continue
             if plans is not None and not probing:
-                rest = [s for s in order[i:] if s not in seen]
-                plans.fetch(
-                    _request(s, state.cursors[s], state.cursors[s].offset, 1, None) for s in rest
-                )
+                plans.fetch(_from_cursors(state, [s for s in order[i:] if s not in seen], 1, None))
                 probing = True
             steps = (_plan(plan, segment, cursor, cursor.offset, 1, None),)
             probe = True
@@ -225,6 +219,15 @@ def _request(
         room = max(cursor.end - offset, 1)
         size = room if size is None else min(size, room)
     return PlanRequest(segment, offset, events, size)
+
+
+def _from_cursors(
+    state: GroupState, segments: Sequence[str], events: int | None, size: int | None
+) -> Iterator[PlanRequest]:
+    """The plans from the cursors of ``segments`` under the budget, as :func:`_plan` asks."""
+    for segment in segments:
+        cursor = state.cursors[segment]
+        yield _request(segment, cursor, cursor.offset, events, size)
 
 
 def _least(*limits: int | None) -> int | None:
