@@ -10,7 +10,6 @@ clock, no idle advancer: nothing changes unless a test changes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,19 +22,9 @@ from examples.job_output import Collected
 from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread
-from tests.conftest import new_stream_in, wait_until
+from tests.conftest import wait_until
 from tests.flink.holders import Value
 from tests.probes import CallCounter
-
-WIDE = 1_024
-
-
-@pytest.fixture
-def wide(start_store: Callable[..., Any]) -> Iterator[tuple[Any, StoreClient, str]]:
-    """A server with one idle stream of 1,024 segments, and a client of it."""
-    server = start_store()
-    with StoreClient(server.uri, retry_timeout_s=5.0) as client:
-        yield server, client, new_stream_in(client, WIDE)
 
 
 def _reader(uri: str, stream: str) -> FlinkTidemarkReader:

@@ -28,10 +28,9 @@ from connector.reader.source.cuts import StreamCut
 from connector.reader.source.spec import StreamRead
 from connector.reader.tails import TailCache, TailPlans
 from connector.server import StoreServer
-from tests.conftest import new_stream_in
+from tests.conftest import WIDE, new_stream_in
 from tests.probes import CallCounter
 
-WIDE = 1_024
 LAG_MS = 5
 
 

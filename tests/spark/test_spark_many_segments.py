@@ -11,7 +11,6 @@ changes it.
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -21,22 +20,12 @@ from connector.server import StoreServer
 from spark_adapter.options import for_stream, read_spec
 from spark_adapter.reading import TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
-from tests.conftest import new_stream_in, wait_until
+from tests.conftest import wait_until
 from tests.probes import CallCounter
 
 from .conftest import BatchLog, settle
 
 pytestmark = pytest.mark.slow
-
-WIDE = 1_024
-
-
-@pytest.fixture
-def wide(start_store: Callable[..., StoreServer]) -> Iterator[tuple[StoreServer, StoreClient, str]]:
-    """A server with one idle stream of 1,024 segments, and a client of it."""
-    server = start_store()
-    with StoreClient(server.uri, retry_timeout_s=5.0) as client:
-        yield server, client, new_stream_in(client, WIDE)
 
 
 def test_latest_offset_over_idle_segments_costs_one_small_call_and_its_report_none(
