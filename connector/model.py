@@ -366,6 +366,8 @@ class StreamTails:
     version: int
     complete: bool
     segments: tuple[SegmentTail, ...]
+    #: The store's ingestion clock when it answered (epoch ms; 0 from a server that did not say).
+    server_time: int = 0
 
     @property
     def name(self) -> str:

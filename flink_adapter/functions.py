@@ -7,8 +7,10 @@
   second's rows in one burst, so epochs paced by ticks would come once a
   second): it plans with the reader core's
   :meth:`~connector.reader.source.SourcePlanner.step` and emits the epoch's
-  read tasks, then its end (:mod:`flink_adapter.epochs`). A bounded read
-  plans once, on its one tick.
+  read tasks, then its end (:mod:`flink_adapter.epochs`). An epoch over idle
+  segments costs the store one small call, however many there are, and the
+  pending count (once a second) counts on the tails the epoch described. A
+  bounded read plans once, on its one tick.
 - :class:`TaskReader` runs at the source's parallelism behind a broadcast:
   every subtask sees every record, reads the tasks whose lane falls to it
   (with the core's :func:`~connector.reader.source.read_columns`) and, on
@@ -178,7 +180,8 @@ class EpochCoordinator(KeyedProcessFunction):
         if now - self._pending_counted_at >= _PENDING_EVERY_MS:
             assert self._planner is not None and self._store is not None
             client = self._planner.client
-            progress = self._store.call(self._watch.look, client, frontier.state).progress
+            tails = self._planner.tails  # as the epoch described them: no call when idle
+            progress = self._store.call(self._watch.look, client, frontier.state, tails).progress
             self._pending_records.set(progress.unread_events)
             figures = {
                 "processingTimeWatermark": progress.processing_time_watermark,

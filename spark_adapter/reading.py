@@ -11,7 +11,10 @@ query's ``unreadEvents``, processing-time and event-time watermarks and
 their delays (``...Watermark``, ``...DelayMs``) and their ``diagnosis``;
 the frontier follows, and is all a restart reads back. Once per stall
 longer than ``stallLogAfter`` the driver logs what holds the watermark.
-With ``readerGroup`` the driver also publishes each position the query has
+The figures are counted on the tails the planner described last: a trigger
+over idle streams costs the store one small call (a ``DescribeTails`` that
+answers nothing changed), however many segments they have. With
+``readerGroup`` the driver also publishes each position the query has
 processed as that reader group, so the store's metrics show the query's
 figures. Each task reads its
 ranges with :func:`~connector.reader.source.read_columns` and returns the
@@ -161,10 +164,11 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         self._watch = ProgressWatch(
             f"the Spark query{group}", spec.stream_names, _log, stall_log_after_ms
         )
+        self._described = False  # a latestOffset described the tails since the last report
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(_start=None, _target=None, _last_end=None, _published=None)
+        state.update(_start=None, _target=None, _last_end=None, _published=None, _described=False)
         return state
 
     def _initial(self) -> Frontier:
@@ -176,10 +180,15 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
         """``frontier`` as Spark's offset, led by the figures of ``planned_to`` (see the module).
 
+        The figures are counted on the tails the planner described last (by the
+        plan of ``frontier``, or, before any, now).
+
         With ``readerGroup`` it names the group (``scope/group``): a sink with
         ``assertWatermark`` reads it from the offset log to record its stage.
         """
-        look = self._watch.look(self._plans.client, (planned_to or frontier).state)
+        look = self._watch.look(
+            self._plans.client, (planned_to or frontier).state, self._plans.tails
+        )
         now = look.progress.now
         streams = {
             name: {
@@ -221,15 +230,20 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         self._publish(begin)
         end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
         self._last_end = end
+        self._described = True
         return start if end == begin else self._offset(end)
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).
 
-        Its ``streams`` say how far the last batch planned is behind these tails.
+        Its ``streams`` say how far the last batch planned is behind these
+        tails. Spark asks right after ``latestOffset``, in the same trigger:
+        the tails are then those ``latestOffset`` described (no call).
         """
         planned = self._last_end if self._last_end is not None else self._initial()
-        return self._offset(self._plans.tail(planned), planned)
+        tail = self._plans.tail(planned, refresh=not self._described)
+        self._described = False
+        return self._offset(tail, planned)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One task per lineage chain of segments, plus one for the watermark row."""

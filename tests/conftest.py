@@ -286,6 +286,18 @@ def store_server(start_store: Callable[..., StoreServer]) -> StoreServer:
     return start_store()
 
 
+#: The segments of :func:`wide`'s stream: many, as a user with thousands of segments has.
+WIDE = 1_024
+
+
+@pytest.fixture
+def wide(start_store: Callable[..., StoreServer]) -> Iterator[tuple[StoreServer, StoreClient, str]]:
+    """A server with one idle stream of :data:`WIDE` segments, and a client of it."""
+    server = start_store()
+    with StoreClient(server.uri, retry_timeout_s=5.0) as client:
+        yield server, client, new_stream_in(client, WIDE)
+
+
 @pytest.fixture
 def store_client(store_server: StoreServer) -> Iterator[StoreClient]:
     """A client of ``store_server``; it gives up on an unreachable server after 2 s."""

@@ -43,6 +43,50 @@ def scrape(address: str) -> Samples:
     }
 
 
+def calls(server: StoreServer, method: str | None = None) -> int:
+    """Calls of ``method`` (None: of any) an in-process server answered, whatever the code."""
+    by_method = calls_by_method(server)
+    return sum(by_method.values()) if method is None else by_method.get(method, 0)
+
+
+def calls_by_method(server: StoreServer) -> dict[str, int]:
+    """The calls an in-process server answered, whatever the code, by method: one look."""
+    counts: dict[str, int] = {}
+    for family in server.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "tidemark_requests_total":
+                method = sample.labels["method"]
+                counts[method] = counts.get(method, 0) + int(sample.value)
+    return counts
+
+
+class CallCounter:
+    """What an in-process server answered since the last look, by method (``all``: the sum)."""
+
+    def __init__(self, server: StoreServer):
+        self.server = server
+        self._at = calls_by_method(server)
+
+    def since(self) -> dict[str, int]:
+        """The calls since the last look, of the methods called (empty: none)."""
+        now = calls_by_method(self.server)
+        delta = {m: n - self._at.get(m, 0) for m, n in now.items() if n != self._at.get(m, 0)}
+        self._at = now
+        return {"all": sum(delta.values()), **delta} if delta else {}
+
+    def wait_for(self, method: str, count: int, timeout: float, what: str) -> dict[str, int]:
+        """Waits (bounded) for ``count`` calls of ``method`` since the last look; returns all."""
+        seen: dict[str, int] = {}
+
+        def enough() -> bool:
+            for name, calls_of in self.since().items():
+                seen[name] = seen.get(name, 0) + calls_of
+            return seen.get(method, 0) >= count
+
+        wait_until(enough, timeout=timeout, what=what)
+        return seen
+
+
 def metrics_address(server: ServerProcess) -> str:
     """Where a server process started with ``--metrics-listen`` serves metrics (from its log)."""
 

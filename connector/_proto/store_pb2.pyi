@@ -488,7 +488,7 @@ class DescribeTailsResponse(_message.Message):
     def __init__(self, streams: _Optional[_Iterable[_Union[StreamTails, _Mapping]]] = ...) -> None: ...
 
 class StreamTails(_message.Message):
-    __slots__ = ("scope", "stream", "incarnation", "version", "complete", "segments", "error")
+    __slots__ = ("scope", "stream", "incarnation", "version", "complete", "segments", "error", "server_time")
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
@@ -496,6 +496,7 @@ class StreamTails(_message.Message):
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    SERVER_TIME_FIELD_NUMBER: _ClassVar[int]
     scope: str
     stream: str
     incarnation: int
@@ -503,7 +504,8 @@ class StreamTails(_message.Message):
     complete: bool
     segments: _containers.RepeatedCompositeFieldContainer[SegmentTail]
     error: Failure
-    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., complete: bool = ..., segments: _Optional[_Iterable[_Union[SegmentTail, _Mapping]]] = ..., error: _Optional[_Union[Failure, _Mapping]] = ...) -> None: ...
+    server_time: int
+    def __init__(self, scope: _Optional[str] = ..., stream: _Optional[str] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., complete: bool = ..., segments: _Optional[_Iterable[_Union[SegmentTail, _Mapping]]] = ..., error: _Optional[_Union[Failure, _Mapping]] = ..., server_time: _Optional[int] = ...) -> None: ...
 
 class SegmentTail(_message.Message):
     __slots__ = ("segment", "version", "write_offset", "first_offset", "watermark", "event_time_watermark", "sealed", "last_write_time", "creation_time", "key_low", "key_high", "epoch", "predecessors", "successors")

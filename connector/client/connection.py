@@ -834,4 +834,5 @@ def _tails(message: Any) -> StreamTails:
             )
             for t in message.segments
         ),
+        server_time=message.server_time,
     )

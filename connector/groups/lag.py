@@ -7,7 +7,8 @@ ingestion time they span, and the segment's *processing-time watermark*
 (the ingestion time of its oldest unread event - 1; with nothing unread,
 the segment's watermark at the tail). The store counts the events
 (:meth:`StoreClient.plan_reads` in one call, or a plan per segment), so no
-event is read. The words are those of the glossary (``docs/glossary.md``).
+event is read; :func:`lag_plans` names the plans counting takes. The words
+are those of the glossary (``docs/glossary.md``).
 
 :func:`state_lag` is the same for any group state: a host that keeps its
 own (Spark's offsets) reports its figures by the same rule as the store's
@@ -33,6 +34,7 @@ __all__ = [
     "SegmentLag",
     "StreamLag",
     "group_lag",
+    "lag_plans",
     "one_by_one",
     "processing_time_of",
     "state_lag",
@@ -197,15 +199,7 @@ def state_lag(
             msg = "state_lag needs plan or plan_many"
             raise TypeError(msg)
         plan_many = one_by_one(plan)
-    holders = assignments or {}
-    unfinished = [
-        _Unfinished(s, c.offset, c.watermark, c.end, reader=holders.get(s))
-        for s, c in sorted(state.cursors.items())
-    ]
-    unfinished += [
-        _Unfinished(s, 0, w.watermark, None, waiting_for=tuple(sorted(w.waiting_for)))
-        for s, w in sorted(state.waiting.items())
-    ]
+    unfinished = _unfinished(state, assignments or {})
     to_plan = [u for u in unfinished if u.end is None or u.end > u.offset]
     offsets = {u.segment: u.offset for u in to_plan}
     answers = dict(zip(offsets, plan_many([u.request(u.offset) for u in to_plan]), strict=True))
@@ -217,6 +211,26 @@ def state_lag(
     again = plan_many([u.request(offsets[u.segment]) for u in truncated]) if truncated else []
     answers.update(zip((u.segment for u in truncated), again, strict=True))
     return GroupLag(tuple(_segment_lag(u, answers.get(u.segment), offsets) for u in unfinished))
+
+
+def lag_plans(state: GroupState) -> list[PlanRequest]:
+    """The plans :func:`state_lag` asks for of ``state`` (those past a truncation aside)."""
+    return [
+        u.request(u.offset) for u in _unfinished(state, {}) if u.end is None or u.end > u.offset
+    ]
+
+
+def _unfinished(state: GroupState, holders: Mapping[str, str]) -> list[_Unfinished]:
+    """Every segment ``state`` has not finished: its cursors, then the successors waiting."""
+    unfinished = [
+        _Unfinished(s, c.offset, c.watermark, c.end, reader=holders.get(s))
+        for s, c in sorted(state.cursors.items())
+    ]
+    unfinished += [
+        _Unfinished(s, 0, w.watermark, None, waiting_for=tuple(sorted(w.waiting_for)))
+        for s, w in sorted(state.waiting.items())
+    ]
+    return unfinished
 
 
 def _segment_lag(

@@ -4,7 +4,10 @@ The engines keep their groups' state themselves (Spark in its offsets, Flink
 in its coordinator's state); :class:`ProgressWatch` asks the store, in a
 fixed number of calls whatever the number of segments (its clock, the
 tails in one ``DescribeTails``, the unread events in one ``PlanReads``),
-for the figures of :mod:`connector.groups.progress`, and logs what holds
+for the figures of :mod:`connector.groups.progress`; on the tails a
+planner described (a :class:`~connector.reader.tails.TailCache`) it asks
+nothing more of the store than the unread events of the segments behind
+their tails, so an idle engine's look costs no call. It logs what holds
 the watermark (:func:`connector.groups.stall.why`) once per stall: when
 the processing-time watermark has stood longer than ``stall_after_ms``,
 once, and again only after it moved on. The CLI uses the same calls.
@@ -30,6 +33,7 @@ from connector.groups.stall import Stall, StoreTiming, event_time_segment, why
 from connector.groups.state import GroupState, group_event_time, group_watermark
 from connector.model import SegmentTail, WriterAssertion
 from connector.names import StreamId
+from connector.reader.tails import TailCache
 
 __all__ = [
     "DEFAULT_STALL_LOG_AFTER_MS",
@@ -103,6 +107,16 @@ def look_at(
 ) -> Look:
     """A group at ``state``: its unread events (one ``PlanReads``) and figures at ``now``."""
     lag = state_lag(state, assignments=assignments, plan_many=client.plan_reads)
+    return _look(lag, state, tails, now, large_after_ms)
+
+
+def _look(
+    lag: GroupLag,
+    state: GroupState,
+    tails: Mapping[str, SegmentTail],
+    now: int,
+    large_after_ms: int = DEFAULT_LARGE_DELAY_MS,
+) -> Look:
     progress = group_progress(
         lag,
         group_watermark(state),
@@ -134,11 +148,20 @@ class ProgressWatch:
         self._after_ms = stall_after_ms
         self._logged = False  # this stall is logged
 
-    def look(self, client: StoreClient, state: GroupState) -> Look:
-        """The group's figures at ``state`` now; logs the stall once if it stands too long."""
-        now = store_now(client, self._scope)
-        tails = stream_tails(client, self._streams)
-        look = look_at(client, state, tails, now)
+    def look(self, client: StoreClient, state: GroupState, known: TailCache | None = None) -> Look:
+        """The group's figures at ``state`` now; logs the stall once if it stands too long.
+
+        On ``known``, the tails a planner described last (and the store's
+        clock then), when given: only segments behind their tails are asked.
+        """
+        if known is None:
+            now = store_now(client, self._scope)
+            tails = stream_tails(client, self._streams)
+            look = look_at(client, state, tails, now)
+        else:
+            tails = known.described()
+            now = known.server_time or store_now(client, self._scope)
+            look = _look(known.lag(state), state, tails, now)
         lag, progress = look.lag, look.progress
         stalled = 0 < self._after_ms < progress.processing_time_delay_ms
         if stalled and not self._logged:

@@ -118,6 +118,7 @@ def tails_message(tails: StreamTails) -> _pb.StreamTails:
         version=tails.version,
         complete=tails.complete,
         segments=[_segment_tail(t) for t in tails.segments],
+        server_time=tails.server_time,
     )
 
 

@@ -385,7 +385,8 @@ class StoreFront(Generic[S]):
         known = max(version, 0) if incarnation == changes.incarnation else 0
         current, changed = changes.since(known)
         tails = tuple(segment.tail() for segment in changed)
-        return StreamTails(scope, stream, changes.incarnation, current, known == 0, tails)
+        now = self._clock.now_ms()
+        return StreamTails(scope, stream, changes.incarnation, current, known == 0, tails, now)
 
     def listen_stream(self, scope: str, stream: str, listener: Listener) -> Callable[[], None]:
         """Tells ``listener`` of every change of the stream's segments (see the seam's)."""

@@ -180,14 +180,19 @@ def test_an_epoch_cuts_each_segment_into_tasks_of_at_most_so_many_events_in_read
     with EventWriter(client, "e/s", JsonSerializer()) as writer:
         for n in range(7):
             writer.write_event({"n": n, "ts": clock.now_ms()}, routing_key="k")
-    asked: list[int] = []
-    plan_read = StoreClient.plan_read
+    asked: list[int] = []  # the offset of every plan asked, alone or in a batch
+    plan_read, plan_reads = StoreClient.plan_read, StoreClient.plan_reads
 
     def counting(self: StoreClient, segment: str, offset: int, *args: Any, **kwargs: Any) -> Any:
         asked.append(offset)
         return plan_read(self, segment, offset, *args, **kwargs)
 
+    def counting_each(self: StoreClient, plans: Any) -> Any:
+        asked.extend(plan.offset for plan in plans)
+        return plan_reads(self, plans)
+
     monkeypatch.setattr(StoreClient, "plan_read", counting)
+    monkeypatch.setattr(StoreClient, "plan_reads", counting_each)
     _, tasks, _ = _epoch(planner, frontier, 1)
     monkeypatch.undo()
     spec = planner.spec

@@ -11,7 +11,7 @@ Synthetic clock, no idle advancer: nothing changes unless a test changes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,22 +30,10 @@ from connector.server import StoreServer
 from connector.server.fetch_sessions import FetchLimits
 from connector.store import StorageConfig
 from tests.client.answer_dropping_proxy import AnswerDroppingProxy, Loss
-from tests.conftest import new_stream_in, wait_until
+from tests.conftest import WIDE, new_stream_in, wait_until
+from tests.probes import calls
 
-WIDE = 1_024
 SERVICE = "tidemark.v1.SegmentStore"
-
-
-def calls(server: StoreServer, method: str | None = None) -> int:
-    """Calls of ``method`` (None: of every method) the server answered, whatever the code."""
-    total = 0.0
-    for family in server.metrics.registry.collect():
-        for sample in family.samples:
-            if sample.name != "tidemark_requests_total":
-                continue
-            if method is None or sample.labels["method"] == method:
-                total += sample.value
-    return int(total)
 
 
 def gauge(server: StoreServer, name: str, **labels: str) -> float:
@@ -68,15 +56,6 @@ def drain(session: FetchSession, rounds: int = 10) -> list[ReadResult]:
         reads += result.reads
     msg = f"the session still answered after {rounds} calls"
     raise AssertionError(msg)
-
-
-@pytest.fixture
-def wide(start_store: Callable[..., StoreServer]) -> Iterator[tuple[StoreServer, StoreClient, str]]:
-    """A server with one idle stream of 1,024 segments, and a client of it."""
-    server = start_store()
-    client = StoreClient(server.uri, retry_timeout_s=5.0)
-    yield server, client, new_stream_in(client, WIDE)
-    client.close()
 
 
 def test_a_session_over_1024_idle_segments_wakes_at_an_append_to_any_and_at_idle_ticks(

@@ -65,7 +65,8 @@ def test_offsets_and_the_reader_groups_metrics_say_how_far_behind_the_query_is(
     progress = [p["sources"][0] for p in query.recentProgress if p["numInputRows"]]
     ends = [json.loads(p["endOffset"]) for p in progress]
     behind = [end["streams"][stream] for end in ends]
-    assert list(ends[0]) == ["streams", "progress", "ends", "state", "watermark"]  # readable first
+    keys = ["streams", "progress", "readerGroup", "ends", "state", "watermark"]
+    assert list(ends[0]) == keys  # readable first
     assert [b["unreadEvents"] for b in behind] == [15, 10, 5, 0]
     assert [end["progress"]["unreadEvents"] for end in ends] == [15, 10, 5, 0]
     waits = [b["processingTimeDelayMs"] for b in behind]

@@ -10,7 +10,10 @@ Each round of :func:`advance_within`:
    steps are the pieces tasks read and splitting asks nothing more); once
    the budget is covered the others are only probed, for the watermark at
    their tails or their ends; a segment that ends has its successors
-   described.
+   described. The plans come from a :class:`~connector.reader.tails.TailPlans`:
+   a segment at its tail is planned from the tails described, with no
+   call, and the first steps of the others, then the probes, are asked in
+   one call each.
 2. :func:`decide` is pure: which steps are taken, where each cursor goes
    with what watermark, which segments end. An event larger than the byte
    budget is taken alone, as the only event of an advance, or no advance
@@ -25,11 +28,12 @@ Each round of :func:`advance_within`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
+from connector.groups.lag import Planner
 from connector.groups.state import (
     GroupState,
     ReportedPosition,
@@ -41,12 +45,13 @@ from connector.groups.state import (
     unassigned_oldest_first,
     writers_event_time,
 )
-from connector.model import PlannedRead
+from connector.model import PlannedRead, PlanRequest
 from connector.reader.lineage import successors_of
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget
 from connector.reader.source.ranges import SegmentRange
 from connector.reader.source.timekeeping import TimeKeeping
+from connector.reader.tails import TailCache, TailPlans
 
 __all__ = ["Decision", "Left", "Measured", "advance_within", "apply", "decide", "measure"]
 
@@ -132,6 +137,7 @@ def measure(
     left: Left,
     step: Budget,
     seen: set[str],
+    plans: TailPlans | None = None,
 ) -> list[Measured]:
     """The store's plans of the segments of ``order`` (oldest first), within ``left``.
 
@@ -139,18 +145,27 @@ def measure(
     is covered or it reaches its tail, its end or its end cut; once the
     budget is covered the rest are probed (one event), except those already
     in ``seen`` (measured earlier in this advance), which are left out.
-    ``seen`` gets every segment measured.
+    ``seen`` gets every segment measured. ``plans`` (by default the
+    client's ``plan_read``) answers; the first steps, then the probes, are
+    fetched in one call each.
     """
+    plan = client.plan_read if plans is None else plans
+    if plans is not None and not left.covered:
+        plans.fetch(_from_cursors(state, order, *_sizes(left, step)))
     measured = []
-    for segment in order:
+    probing = False
+    for i, segment in enumerate(order):
         cursor = state.cursors[segment]
         if left.covered:
             if segment in seen:
                 continue
-            steps = (_plan(client, segment, cursor, cursor.offset, 1, None),)
+            if plans is not None and not probing:
+                plans.fetch(_from_cursors(state, [s for s in order[i:] if s not in seen], 1, None))
+                probing = True
+            steps = (_plan(plan, segment, cursor, cursor.offset, 1, None),)
             probe = True
         else:
-            steps, left = _steps(client, segment, cursor, left, step)
+            steps, left = _steps(plan, segment, cursor, left, step)
             probe = False
         seen.add(segment)
         last = steps[-1]
@@ -162,26 +177,29 @@ def measure(
 
 
 def _steps(
-    client: StoreClient, segment: str, cursor: SegmentCursor, left: Left, step: Budget
+    plan: Planner, segment: str, cursor: SegmentCursor, left: Left, step: Budget
 ) -> tuple[tuple[PlannedRead, ...], Left]:
     steps: list[PlannedRead] = []
     offset = cursor.offset
     while not left.covered:
-        events = _least(step.max_events, left.events)
-        size = _least(step.max_bytes, left.bytes)
-        plan = _plan(client, segment, cursor, offset, events, size)
-        steps.append(plan)
-        left = left.minus(plan)
-        offset = plan.next_offset
-        if plan.events == 0 or plan.at_tail or plan.end_of_segment:
+        planned = _plan(plan, segment, cursor, offset, *_sizes(left, step))
+        steps.append(planned)
+        left = left.minus(planned)
+        offset = planned.next_offset
+        if planned.events == 0 or planned.at_tail or planned.end_of_segment:
             break
         if cursor.end is not None and offset >= cursor.end:
             break
     return tuple(steps), left
 
 
+def _sizes(left: Left, step: Budget) -> tuple[int | None, int | None]:
+    """The events and bytes of the next step: at most ``step``, at most what is left."""
+    return _least(step.max_events, left.events), _least(step.max_bytes, left.bytes)
+
+
 def _plan(
-    client: StoreClient,
+    plan: Planner,
     segment: str,
     cursor: SegmentCursor,
     offset: int,
@@ -189,10 +207,27 @@ def _plan(
     size: int | None,
 ) -> PlannedRead:
     """The store's plan of ``segment`` from ``offset``, never past its end cut."""
+    request = _request(segment, cursor, offset, events, size)
+    return plan(segment, offset, request.max_events, request.max_bytes)
+
+
+def _request(
+    segment: str, cursor: SegmentCursor, offset: int, events: int | None, size: int | None
+) -> PlanRequest:
+    """The plan of ``segment`` from ``offset`` that :func:`_plan` asks for."""
     if cursor.end is not None:
         room = max(cursor.end - offset, 1)
         size = room if size is None else min(size, room)
-    return client.plan_read(segment, offset, events, size)
+    return PlanRequest(segment, offset, events, size)
+
+
+def _from_cursors(
+    state: GroupState, segments: Sequence[str], events: int | None, size: int | None
+) -> Iterator[PlanRequest]:
+    """The plans from the cursors of ``segments`` under the budget, as :func:`_plan` asks."""
+    for segment in segments:
+        cursor = state.cursors[segment]
+        yield _request(segment, cursor, cursor.offset, events, size)
 
 
 def _least(*limits: int | None) -> int | None:
@@ -267,13 +302,17 @@ def advance_within(
     budget: Budget,
     time: TimeKeeping,
     step: Budget | None = None,
+    tails: TailCache | None = None,
 ) -> tuple[Frontier, dict[str, tuple[SegmentRange, ...]]]:
     """At most ``budget``'s events and bytes beyond ``previous``, oldest watermark first.
 
     Returns the frontier and, per segment, the pieces of at most ``step``
     that lead there from ``previous`` (the measured steps taken). Segments
     at their end cuts are finished; successors are read only once all their
-    predecessors are finished within the advance.
+    predecessors are finished within the advance. With ``tails`` (described
+    by the caller before the advance), segments at their tails are planned
+    from them and the others' plans are asked in batches: an advance over
+    idle segments asks the store nothing.
     """
     state, ends = previous.state, dict(previous.ends)
     left, planned_any = Left.of(budget), False
@@ -283,9 +322,9 @@ def advance_within(
     while to_measure:
         order = [s for s in unassigned_oldest_first(state, ()) if s in to_measure]
         at_end = {s for s in order if state.cursors[s].at_end_cut}
-        measured = measure(
-            client, state, [s for s in order if s not in at_end], left, step or Budget(), seen
-        )
+        plans = None if tails is None else tails.plans()
+        readable = [s for s in order if s not in at_end]
+        measured = measure(client, state, readable, left, step or Budget(), seen, plans)
         decision = decide(state, measured, left, planned_any)
         decision = _with_ended(decision, at_end)
         before = set(state.cursors)

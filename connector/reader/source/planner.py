@@ -4,8 +4,12 @@ A :class:`SourcePlanner` plans a :class:`~connector.reader.source.spec.ReadSpec`
 with a store client. It keeps no frontier of its own: every call takes the
 frontier to plan from and returns a new one, so a host plans again from any
 frontier it checkpointed (Spark's offsets, Flink's keyed state). What it
-keeps between calls is what never goes stale: the segments' descriptions
-(lineage does not change).
+keeps between calls is what never goes stale, the segments' descriptions
+(lineage does not change), and the segments' tails as last described
+(:attr:`SourcePlanner.tails`, a :class:`~connector.reader.tails.TailCache`),
+which each plan brings up to date with one call that answers only what
+changed: a plan over idle segments costs the store one small call, however
+many segments the streams have.
 
 Hosts call it once per batch: Spark's driver :meth:`~SourcePlanner.next` in
 ``latestOffset`` and :meth:`~SourcePlanner.tasks` in ``partitions``; Flink's
@@ -31,6 +35,7 @@ from connector.reader.source.limits import Budget
 from connector.reader.source.ranges import SegmentRange, chains_of, ranges_between, split_range
 from connector.reader.source.spec import ReadSpec
 from connector.reader.source.tasks import ReadTask
+from connector.reader.tails import TailCache
 from connector.reader.unread_work import group_work
 
 __all__ = ["SourcePlanner", "Step"]
@@ -46,12 +51,15 @@ class Step(NamedTuple):
 class SourcePlanner:
     """Plans a read of ``spec`` against the store behind ``client``; see the module docstring.
 
-    Not thread-safe: one host thread plans.
+    Not thread-safe: one host thread plans. :attr:`tails` holds the tails
+    the last plan described; a host counts its lag on them
+    (:meth:`TailCache.lag`) without describing them again.
     """
 
     def __init__(self, client: StoreClient, spec: ReadSpec):
         self.client = client
         self.spec = spec
+        self.tails = TailCache(client, spec.stream_names)
         self._known = KnownSegments()
 
     def start(self) -> Frontier:
@@ -94,8 +102,10 @@ class SourcePlanner:
         budget = self.spec.budget if budget is None else budget
         if budget.unlimited:
             return self._at_percentile(previous, self.tail(previous)), {}
+        self.tails.refresh()
+        step = self.spec.task_size
         end, pieces = advance_within(
-            self.client, previous, budget, self.spec.time, self.spec.task_size
+            self.client, previous, budget, self.spec.time, step, self.tails
         )
         return self._at_percentile(previous, end), pieces
 
@@ -111,31 +121,30 @@ class SourcePlanner:
         work = group_work(self.client, end.state)
         return replace(end, watermark=time.advanced(end.state, previous.watermark, work=work))
 
-    def tail(self, previous: Frontier) -> Frontier:
+    def tail(self, previous: Frontier, *, refresh: bool = True) -> Frontier:
         """Everything in the streams now: open segments at their tails, sealed ones finished.
 
         Depends on ``previous`` only for its finished segments, which stay
         finished (what was before the start is never read), its ends and
-        its watermark. A segment sealed after the streams were described
-        has successors the description lacks; the plan is then made again,
-        or the group watermark would skip them and pass their events.
+        its watermark. The tails are described again (one call, answering
+        what changed); with ``refresh`` False they are those the last plan
+        described (no call). A segment sealed by a scale comes with its
+        successors, or the group watermark would skip them and pass their
+        events (:meth:`TailCache.refresh`).
         """
+        tails = self.tails.refresh() if refresh else self.tails.described()
         cursors: dict[str, tuple[int, int, int]] = {}
         finished = set(previous.state.finished)
         ends = dict(previous.ends)
-        for description in describe_streams(self.client, self.spec.stream_names):
-            for segment in description.segments:
-                if segment.segment in previous.state.finished:
-                    continue
-                info = self.client.segment_info(segment.segment)
-                if info.sealed and not segment.sealed:
-                    return self.tail(previous)  # scaled meanwhile
-                if info.sealed:
-                    finished.add(segment.segment)
-                    ends[segment.segment] = info.write_offset
-                else:
-                    event_time = writers_event_time(info.event_time_watermark)
-                    cursors[segment.segment] = (info.write_offset, info.watermark, event_time)
+        for tail in tails.values():
+            if tail.segment in previous.state.finished:
+                continue
+            if tail.sealed:
+                finished.add(tail.segment)
+                ends[tail.segment] = tail.write_offset
+            else:
+                event_time = writers_event_time(tail.event_time_watermark)
+                cursors[tail.segment] = (tail.write_offset, tail.watermark, event_time)
         state = GroupState.starting_at(
             {s: o for s, (o, _, _) in cursors.items()},
             {s: w for s, (_, w, _) in cursors.items()},

@@ -1,0 +1,84 @@
+"""A query over 1,024 idle segments costs the store what changes, not what exists.
+
+Counted with the server's request counters (real server over gRPC, real
+Spark local session): a trigger over idle segments is one small
+``DescribeTails`` call, the report of the latest offset that follows it
+none, and a micro-batch with one new event a few calls more, never one per
+segment. Synthetic clock, no idle advancer: nothing changes unless a test
+changes it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+
+from connector.client import StoreClient
+from connector.server import StoreServer
+from spark_adapter.options import for_stream, read_spec
+from spark_adapter.reading import TidemarkStreamReader
+from spark_adapter.schema import tidemark_schema
+from tests.conftest import wait_until
+from tests.probes import CallCounter
+
+from .conftest import BatchLog, settle
+
+pytestmark = pytest.mark.slow
+
+
+def test_latest_offset_over_idle_segments_costs_one_small_call_and_its_report_none(
+    wide: tuple[StoreServer, StoreClient, str],
+) -> None:
+    server, client, stream = wide
+    options = {"uri": server.uri, "stream": stream, "timeDomain": "IngestionTime"}
+    for limit in ({}, {"maxEventsPerTrigger": "10"}):
+        spec = for_stream(read_spec({**options, **limit}))
+        reader = TidemarkStreamReader(spec, tidemark_schema(spec.deserializer))
+        try:
+            read_limit = reader.getDefaultReadLimit()
+            start = reader.latestOffset(reader.initialOffset(), read_limit)  # the first batch's
+            reader.reportLatestOffset()
+            counted = CallCounter(server)
+            for _ in range(5):  # Spark asks again and again while nothing moves
+                assert reader.latestOffset(start, read_limit) == start
+                reported = reader.reportLatestOffset()
+                assert counted.since() == {"all": 1, "DescribeTails": 1}, limit
+            assert [figures["unreadEvents"] for figures in reported["streams"].values()] == [0]
+        finally:
+            reader.stop()
+
+
+def test_a_query_over_idle_segments_makes_one_call_a_trigger_and_a_batch_a_few(
+    spark: Any, wide: tuple[StoreServer, StoreClient, str], tmp_path: pathlib.Path
+) -> None:
+    server, client, stream = wide
+    log = BatchLog()
+    query = (
+        spark.readStream.format("tidemark")
+        .options(uri=server.uri, stream=stream, timeDomain="IngestionTime")
+        .load()
+        .writeStream.foreachBatch(log)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        settle(query)
+        counted = CallCounter(server)
+        triggers = counted.wait_for("DescribeTails", 20, timeout=60, what="20 idle triggers")
+        assert set(triggers) == {"all", "DescribeTails"}, triggers  # nothing else, no segment
+
+        client.append(f"{stream}/700", "w", 0, [b"one"])
+        counted.since()
+        wait_until(lambda: log.rows(), timeout=60, what="the micro-batch of the event")
+        settle(query)
+        batch = counted.since()
+        [row] = [r for r in log.rows() if r["kind"] == "event"]
+        assert (row["segment"], row["event"]) == (f"{stream}/700", "one")
+    finally:
+        query.stop()
+    # The batch's plan, its task's read and the lag: a few calls, whatever the segments.
+    per_segment = {m: n for m, n in batch.items() if m not in ("all", "DescribeTails")}
+    assert sum(per_segment.values()) <= 10, batch
+    assert batch.get("GetSegmentInfo", 0) == 0 and batch.get("PlanRead", 0) == 0, batch
