@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -36,6 +37,7 @@ __all__ = [
     "SinkOptions",
     "for_batch",
     "for_stream",
+    "min_partitions",
     "parse_interval_ms",
     "parse_stream_cut",
     "parse_timestamp_ms",
@@ -64,6 +66,7 @@ _SOURCE_OPTIONS = (
     "maxBytesPerTrigger",
     "deserializer",
     "readerGroup",
+    "minPartitions",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
@@ -395,6 +398,23 @@ def reader_group(options: Mapping[str, str]) -> tuple[str, str] | None:
         msg = f"option 'readerGroup': {error}"
         raise InvalidArgumentError(msg) from None
     return _streams(found)[0].scope, name
+
+
+def min_partitions(options: Mapping[str, str]) -> int:
+    """``minPartitions``: the fewest tasks a batch's reading is cut into (Kafka's option).
+
+    A batch reads each lineage chain of segments in a task of its own; with
+    fewer chains than this, its ranges are cut into pieces of equal bytes,
+    as many per range as its share of the bytes (Kafka's rule), none below
+    1 MiB (:func:`~connector.reader.source.tasks.spread`). By default the
+    cores this driver may use: a local session's parallelism (on a cluster,
+    give the executors' cores).
+
+    Raises:
+        InvalidArgumentError: not a whole number > 0, naming the option.
+    """
+    given = _positive_int(_lookup(options, _SOURCE_OPTIONS), "minPartitions")
+    return given if given is not None else len(os.sched_getaffinity(0))
 
 
 def for_batch(spec: ReadSpec) -> ReadSpec:

@@ -10,9 +10,13 @@ the rule of the store's reader-group lag
 (:func:`connector.groups.lag.state_lag`); the frontier follows, and is all
 a restart reads back. With ``readerGroup`` the driver also publishes each
 position the query has processed as that reader group, so the store's
-metrics show the query's lag. Each task reads its
-ranges with :func:`~connector.reader.source.read_columns` and returns the
-columns as Arrow record batches. In a time domain with watermarks every
+metrics show the query's lag. A batch has a task per lineage chain of
+segments, cut into pieces for at least ``minPartitions`` tasks
+(:func:`~connector.reader.source.tasks.spread`: a batch often reads one
+segment only, and one task keeps one core busy). Each task reads its
+ranges with :func:`~connector.reader.source.read_columns`, its store reads
+of 1 MiB running ahead of the decoding in a thread of their own, and
+returns the columns as Arrow record batches. In a time domain with watermarks every
 row carries the watermark as of the end of its micro-batch and whether it
 is late under the one in force (the end of the batch before), and a batch
 that reads events or whose watermark rose carries one extra
@@ -45,6 +49,7 @@ from connector.reader.source import (
     read_columns,
     text_of,
 )
+from connector.reader.source.tasks import spread
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.admission import budget_of, default_read_limit
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
@@ -52,6 +57,10 @@ from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 __all__ = ["TidemarkBatchReader", "TidemarkPartition", "TidemarkStreamReader", "arrow_batches"]
 
 _ROWS_PER_BATCH = 8192
+#: A task's store reads: 1 MiB each (about 8,700 events of 100 bytes, an Arrow batch),
+#: so Spark converts the first rows while the rest are read; up to two run ahead.
+TASK_READ_BYTES = 1024 * 1024
+TASK_READS_AHEAD = 2
 _log = logging.getLogger(__name__)
 
 
@@ -71,9 +80,10 @@ class TidemarkPartition(InputPartition):
 class _Reading:
     """What the stream and batch readers share: the spec, the schema, a lazy planner, task reads."""
 
-    def __init__(self, spec: ReadSpec, schema: StructType):
+    def __init__(self, spec: ReadSpec, schema: StructType, min_partitions: int = 1):
         self._spec = spec
         self._schema = schema
+        self._min_partitions = min_partitions
         self._planner: SourcePlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -90,7 +100,7 @@ class _Reading:
     def _partitions(
         self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
-        tasks = self._plans.tasks(begin, end)
+        tasks = spread(self._plans.client, self._plans.tasks(begin, end), self._min_partitions)
         if not tasks:
             if watermark_row and end.rose_above(begin):
                 return [TidemarkPartition(None, end.watermark, watermark_row=True)]
@@ -120,7 +130,14 @@ class _Reading:
             return
         spec = self._spec
         with spec.client() as client:
-            columns = read_columns(client, partition.task, spec.time, spec.deserializer)
+            columns = read_columns(
+                client,
+                partition.task,
+                spec.time,
+                spec.deserializer,
+                TASK_READ_BYTES,
+                TASK_READS_AHEAD,
+            )
             yield from arrow_batches(columns, partition.watermark, schema)
 
     def _stop(self) -> None:
@@ -141,9 +158,13 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     """
 
     def __init__(
-        self, spec: ReadSpec, schema: StructType, reader_group: tuple[str, str] | None = None
+        self,
+        spec: ReadSpec,
+        schema: StructType,
+        reader_group: tuple[str, str] | None = None,
+        min_partitions: int = 1,
     ):
-        super().__init__(spec, schema)
+        super().__init__(spec, schema, min_partitions)
         self._reader_group = reader_group
         self._start: Frontier | None = None
         self._target: Frontier | None = None
@@ -206,7 +227,10 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         return self._offset(self._plans.tail(planned), planned)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One task per lineage chain of segments, plus one for the watermark row."""
+        """A task per lineage chain, cut for ``minPartitions``; the watermark row rides the first.
+
+        A batch without events whose watermark rose has one task for that row alone.
+        """
         return self._partitions(Frontier.from_dict(start), Frontier.from_dict(end), True)
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -254,7 +278,7 @@ class TidemarkBatchReader(_Reading, DataSourceReader):
     """A bounded read from ``startingStreamCut`` to ``endingStreamCut`` (default: now)."""
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One task per lineage chain of segments."""
+        """A task per lineage chain of segments, cut for ``minPartitions``."""
         try:
             begin = self._plans.start()
             return self._partitions(begin, self._plans.end(begin), watermark_row=False)

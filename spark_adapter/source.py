@@ -27,7 +27,14 @@ from pyspark.sql.types import StructType
 
 from connector.errors import InvalidArgumentError
 from connector.reader.source import probe_store
-from spark_adapter.options import SinkOptions, for_batch, for_stream, read_spec, reader_group
+from spark_adapter.options import (
+    SinkOptions,
+    for_batch,
+    for_stream,
+    min_partitions,
+    read_spec,
+    reader_group,
+)
 from spark_adapter.reading import TidemarkBatchReader, TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
 from spark_adapter.sink import TidemarkBatchWriter, TidemarkStreamWriter
@@ -58,6 +65,7 @@ class TidemarkDataSource(DataSource):
             NotFoundError: naming a stream the store does not have.
         """
         spec = read_spec(self.options)
+        min_partitions(self.options)  # checked before the query starts
         probe_store(spec)
         return tidemark_schema(spec.deserializer, spec.time)
 
@@ -71,12 +79,14 @@ class TidemarkDataSource(DataSource):
                 "a batch read commits no position"
             )
             raise InvalidArgumentError(msg)
-        return TidemarkBatchReader(spec, schema)
+        return TidemarkBatchReader(spec, schema, min_partitions(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """An unbounded reader from ``startingStreamCut``; ``readerGroup`` publishes positions."""
         spec = for_stream(read_spec(self.options))
-        return TidemarkStreamReader(spec, schema, reader_group(self.options))
+        return TidemarkStreamReader(
+            spec, schema, reader_group(self.options), min_partitions(self.options)
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A batch writer; refuses ``overwrite`` (a stream only grows)."""
