@@ -401,14 +401,14 @@ def reader_group(options: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 def min_partitions(options: Mapping[str, str]) -> int:
-    """``minPartitions``: the fewest tasks a batch's reading is cut into (Kafka's option).
+    """``minPartitions``: about how many tasks read a batch (Kafka's option).
 
-    A batch reads each lineage chain of segments in a task of its own; with
-    fewer chains than this, its ranges are cut into pieces of equal bytes,
-    as many per range as its share of the bytes (Kafka's rule), none below
-    1 MiB (:func:`~connector.reader.source.tasks.spread`). By default the
-    cores this driver may use: a local session's parallelism (on a cluster,
-    give the executors' cores).
+    A batch reads each lineage chain of segments in a task of its own, its
+    ranges cut into pieces of equal bytes, as many per range as its share of
+    the batch's bytes times this (Kafka's rule), none below 1 MiB
+    (:func:`~connector.reader.source.tasks.spread`). By default the cores
+    this driver may use: a local session's parallelism (on a cluster, give
+    the executors' cores).
 
     Raises:
         InvalidArgumentError: not a whole number > 0, naming the option.

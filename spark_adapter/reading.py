@@ -11,7 +11,7 @@ the rule of the store's reader-group lag
 a restart reads back. With ``readerGroup`` the driver also publishes each
 position the query has processed as that reader group, so the store's
 metrics show the query's lag. A batch has a task per lineage chain of
-segments, cut into pieces for at least ``minPartitions`` tasks
+segments, cut into pieces for about ``minPartitions`` tasks
 (:func:`~connector.reader.source.tasks.spread`: a batch often reads one
 segment only, and one task keeps one core busy). Each task reads its
 ranges with :func:`~connector.reader.source.read_columns`, its store reads
@@ -329,22 +329,29 @@ def _batch(parts: list[EventColumns], watermark: int | None, schema: pa.Schema) 
     count = sum(len(part) for part in parts)
     timestamp = schema.field("event_time").type
     watermark_us = spark_micros(watermark)
-    event_times = _millis([t for part in parts for t in part.event_times])
-    ingestion_times = _millis([t for part in parts for t in part.ingestion_times])
+    event_times = _millis(_joined(parts, "event_times"))
+    ingestion_times = _millis(_joined(parts, "ingestion_times"))
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([k for part in parts for k in part.routing_keys], pa.string()),
+            pa.array(_joined(parts, "routing_keys"), pa.string()),
             _events(parts, schema.field("event").type),
             pa.array(event_times * 1000, timestamp),
             pa.repeat(pa.scalar(watermark_us, timestamp), count),
             pa.repeat(pa.scalar(KIND_EVENT), count),
             pa.concat_arrays([pa.repeat(pa.scalar(part.segment), len(part)) for part in parts]),
-            pa.array([o for part in parts for o in part.offsets], pa.int64()),
+            pa.array(_joined(parts, "offsets"), pa.int64()),
             pa.array(ingestion_times * 1000, timestamp),
             pa.array(_late(parts, event_times)),
         ],
         schema=schema,
     )
+
+
+def _joined(parts: list[EventColumns], column: str) -> list[Any]:
+    """One column of every part, in order; a lone part's own list (no copy per event)."""
+    if len(parts) == 1:
+        return getattr(parts[0], column)
+    return [value for part in parts for value in getattr(part, column)]
 
 
 def _late(parts: list[EventColumns], event_times: np.ndarray) -> np.ndarray:
@@ -359,7 +366,7 @@ def _late(parts: list[EventColumns], event_times: np.ndarray) -> np.ndarray:
 
 
 def _events(parts: list[EventColumns], kind: pa.DataType) -> pa.Array:
-    binary = pa.array([p for part in parts for p in part.payloads], pa.binary())
+    binary = pa.array(_joined(parts, "payloads"), pa.binary())
     if kind == pa.binary():
         return binary
     try:
