@@ -92,6 +92,9 @@ WINDOW = "1 second"
 WINDOW_MS = 1_000
 # No idle ticks while the benchmark runs: 10^9 ms, about 11.6 days.
 NO_IDLE_TICKS_MS = 1_000_000_000
+#: The store server's flags: no idle ticks, and the writer, left open to hold the
+#: event-time watermark, never timed out.
+STORE_ARGS = ("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS), "--writer-idle-timeout-ms", "0")
 #: One pair: the queries in the order they run, each tidemark one right after its file peer.
 PLAN = (
     ("read", "file"),
@@ -444,13 +447,7 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
     runs = []
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-spark-bench-") as scratch,
-        StoreServerProcess(
-            "--max-watermark-lag-ms",
-            str(NO_IDLE_TICKS_MS),
-            # The writer is left open, holding the watermark: never time it out.
-            "--writer-idle-timeout-ms",
-            "0",
-        ) as server,
+        StoreServerProcess(*STORE_ARGS) as server,
     ):
         json_dir = os.path.join(scratch, "json")
         print(f"writing {args.events:,} events ...", flush=True)
