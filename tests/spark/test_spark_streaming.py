@@ -24,7 +24,7 @@ from connector.framing import iter_frames
 from spark_adapter import order_by_event_time, with_connector_watermark
 from tests.conftest import wait_until
 
-from .conftest import BatchLog, SyntheticStore, settle
+from .conftest import BatchLog, SyntheticStore, read_to_end, settle
 
 pytestmark = pytest.mark.slow
 
@@ -502,15 +502,6 @@ def test_min_partitions_cuts_a_one_segment_batch_into_tasks_reading_every_event_
         seqs = [json.loads(row.event)["seq"] for row in frame.collect()]
         batches.append((frame.rdd.getNumPartitions(), seqs))
 
-    query = (
-        source(spark, store, stream, minPartitions="2")
-        .writeStream.foreachBatch(record)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
-    try:
-        settle(query)
-    finally:
-        query.stop()
+    read_to_end(source(spark, store, stream, minPartitions="2"), record, tmp_path / "checkpoint")
     assert [(partitions, len(seqs)) for partitions, seqs in batches] == [(2, 8_000)]
     assert batches[0][1] == list(range(8_000))
