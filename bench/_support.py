@@ -378,42 +378,78 @@ def json_event(i: int, ts: int, key: str) -> str:
     return head[:-2] + "x" * pad + '"}'
 
 
+class _LineTime:
+    """The event time of a JSON line: its ``ts`` (a writer's assigner for text events)."""
+
+    def extract_timestamp(self, event: str, ingestion_time_ms: int) -> int:
+        """``ts`` of the JSON text ``event``, epoch ms."""
+        return int(json.loads(event)["ts"])
+
+
 def write_store_and_files(
-    uri: str, stream: str, *, events: int, keys: int, file_events: int, json_dir: str
+    uri: str,
+    stream: str,
+    *,
+    events: int,
+    keys: int,
+    file_events: int,
+    json_dir: str,
+    closing_window_ms: int | None = None,
 ) -> list[int]:
     """Writes ``events`` events to a new 2-segment ``stream`` and, byte for byte, to files.
 
     The files are JSON lines of ``file_events`` events each in ``json_dir``
     (created). ``ts`` is the wall clock when the event is written; returns
-    the events' ``ts`` in order.
+    the events' ``ts`` in order; event ``i`` has key ``k{i % keys}``.
+
+    With ``closing_window_ms`` the writer also asserts its event time from
+    ``ts`` (``assert_watermarks_from``) after each file's events, and one
+    last event (``events + 1`` in all) has the time half a window after the
+    end of the window of that many ms holding the others' latest: a
+    watermark that reaches it, the store's in the event-time domain or a
+    file read's ``withWatermark`` with no delay, has closed every window of
+    the others and not its own. That writer is flushed and left open: closing
+    it would mark it idle, and a stream whose writers are all idle holds no
+    event-time watermark at its tail (start the store with
+    ``--writer-idle-timeout-ms 0``, or it times the writer out).
     """
-    from connector import EventWriter, StoreClient, StringSerializer
+    from connector import EventWriter, StoreClient, StringSerializer, WriterConfig
 
     scope, _, name = stream.partition("/")
     names = [f"k{n}" for n in range(keys)]
-    times = []
+    times: list[int] = []
     os.makedirs(json_dir)
+    window = closing_window_ms or 0
+    asserting = window > 0
+    config = WriterConfig(assert_watermarks_from=_LineTime()) if asserting else None
     with StoreClient(uri) as client:
         client.create_scope(scope)
         client.create_stream(scope, name, segment_count=2)
+        writer = EventWriter(client, stream, StringSerializer(), config=config)
         file = None
         try:
-            with EventWriter(client, stream, StringSerializer()) as writer:
-                for i in range(events):
-                    if i % file_events == 0:
-                        if file is not None:
-                            file.close()
-                        path = os.path.join(json_dir, f"part-{i // file_events:06d}.json")
-                        file = open(path, "w", encoding="utf-8")  # noqa: SIM115
-                    key = names[i % len(names)]
-                    ts = int(time.time() * 1000)
-                    line = json_event(i, ts, key)
-                    writer.write_event(line, routing_key=key)
-                    file.write(line + "\n")
-                    times.append(ts)
+            for i in range(events + asserting):
+                if i % file_events == 0:
+                    if file is not None:
+                        file.close()
+                        if asserting:
+                            writer.flush()  # and asserts the event time written so far
+                    path = os.path.join(json_dir, f"part-{i // file_events:06d}.json")
+                    file = open(path, "w", encoding="utf-8")  # noqa: SIM115
+                key = names[i % len(names)]
+                ts = int(time.time() * 1000)
+                if i == events:  # the closing event
+                    ts = (max(times) // window + 1) * window + window // 2
+                line = json_event(i, ts, key)
+                writer.write_event(line, routing_key=key)
+                file.write(line + "\n")
+                times.append(ts)
+            writer.flush()
         finally:
             if file is not None:
                 file.close()
+            if not asserting:
+                writer.close()
     return times
 
 

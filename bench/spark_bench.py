@@ -17,17 +17,24 @@ micro-batch by admission control:
   ``maxEventsPerTrigger``, the file source with ``maxFilesPerTrigger`` (the
   same events per batch), both with ``ts`` parsed to an event time;
 - **window**: a count per key and 1-second event-time window, in append
-  mode, into a memory sink whose windows are checked against the events:
-  tidemark (``IngestionTime``, ``maxEventTimeLag`` 5 seconds: event times
-  trail the ingestion clock by the writer's buffering) through
-  :func:`spark_adapter.with_connector_watermark` and then
-  :func:`spark_adapter.tumbling_window_count` (per key in Python) or
-  :func:`spark_adapter.window_count` (Spark's own aggregation,
-  ``tidemark_jvm``); the file source through ``withWatermark("event_time",
-  "0 seconds")`` and ``groupBy(window(...), "key").count()``.
+  mode, into a memory sink whose windows are checked against the events.
+  Tidemark reads in the event-time domain (``timeDomain`` ``EventTime``:
+  the writer asserts its ``ts`` after each file's events, so the
+  watermark is the event time written, with no lag); the window is
+  written the Spark way, :func:`spark_adapter.event_time` then
+  ``groupBy(window("event_time", ...), "routing_key").count()``, and
+  twice more through the connector's helpers:
+  :func:`spark_adapter.window_count` (``tidemark_jvm``) and
+  :func:`spark_adapter.tumbling_window_count` (per key in Python,
+  ``tidemark_python``). The file source: ``withWatermark("event_time",
+  "0 seconds")`` and the same ``groupBy``. The last event written, the same
+  in the store and the files, lies half a window past the others' last
+  window, so both watermarks close every window of the other events and
+  not the last event's: each window query must emit exactly those windows
+  with exactly their events (checked), so every side does the same work.
 
 The queries run in ``--pairs`` interleaved pairs (file read, tidemark read,
-file window, tidemark window, ``window_count``; then again), so that a
+file window, the tidemark windows; then again), so that a
 burst of load from others on a shared machine falls on both sides of a
 pair; each pair gives a ratio, and the verdicts use the median ratio of the
 pairs. Each query runs until it has read everything (``processAllAvailable``).
@@ -77,13 +84,17 @@ TARGET_RATIO = 0.8
 TARGET_START_GAP_S = 2.0
 #: The tidemark windowed count through spark_adapter.window_count (Spark's aggregation).
 JVM = "tidemark_jvm"
+#: The tidemark windowed count through spark_adapter.tumbling_window_count (Python per key).
+PYTHON = "tidemark_python"
 SCOPE = "bench"
 STREAM = "events"
 WINDOW = "1 second"
 WINDOW_MS = 1_000
-LAG = "5 seconds"
 # No idle ticks while the benchmark runs: 10^9 ms, about 11.6 days.
 NO_IDLE_TICKS_MS = 1_000_000_000
+#: The store server's flags: no idle ticks, and the writer, left open to hold the
+#: event-time watermark, never timed out.
+STORE_ARGS = ("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS), "--writer-idle-timeout-ms", "0")
 #: One pair: the queries in the order they run, each tidemark one right after its file peer.
 PLAN = (
     ("read", "file"),
@@ -91,6 +102,7 @@ PLAN = (
     ("window", "file"),
     ("window", "tidemark"),
     ("window", JVM),
+    ("window", PYTHON),
 )
 #: Spark's progress parts, in the order a micro-batch runs them.
 PARTS = ("latestOffset", "queryPlanning", "walCommit", "getBatch", "addBatch", "commitOffsets")
@@ -113,6 +125,8 @@ class Run:
     #: The first batch's ``durationMs`` parts and its ``triggerExecution`` (s).
     first_parts_s: dict[str, float] | None = None
     first_s: float = 0.0
+    #: The windows a window query emitted (each checked against the events).
+    windows: int = 0
 
     @property
     def events_per_s(self) -> float:
@@ -129,7 +143,10 @@ class Run:
 
 
 def write_events(args: argparse.Namespace, uri: str, json_dir: str) -> list[int]:
-    """Writes the events to the store and to JSON-lines files; returns their event times."""
+    """Writes the events to the store and to JSON-lines files; returns their event times.
+
+    The last one closes the windows of the others (see the module docstring).
+    """
     return write_store_and_files(
         uri,
         f"{SCOPE}/{STREAM}",
@@ -137,22 +154,36 @@ def write_events(args: argparse.Namespace, uri: str, json_dir: str) -> list[int]
         keys=args.keys,
         file_events=args.file_events,
         json_dir=json_dir,
+        closing_window_ms=WINDOW_MS,
     )
+
+
+def expected_windows(times: list[int], keys: int) -> dict[tuple[str, int], int]:
+    """(key, window start ms) -> events, for every window the last event's time closes."""
+    closing = times[-1]
+    windows: dict[tuple[str, int], int] = {}
+    for i, t in enumerate(times):
+        start = t // WINDOW_MS * WINDOW_MS
+        if start + WINDOW_MS <= closing:
+            windows[f"k{i % keys}", start] = windows.get((f"k{i % keys}", start), 0) + 1
+    return windows
 
 
 # --- the queries -------------------------------------------------------------------------
 
 
 def tidemark_read(spark: Any, uri: str, batch_events: int) -> Any:
-    """The tidemark source over the benchmark's stream, ``batch_events`` per micro-batch."""
+    """The tidemark source over the benchmark's stream, ``batch_events`` per micro-batch.
+
+    In the event-time domain: the watermark is the event time the writer asserted.
+    """
     return (
         spark.readStream.format("tidemark")
         .option("uri", uri)
         .option("stream", f"{SCOPE}/{STREAM}")
-        .option("timeDomain", "IngestionTime")
+        .option("timeDomain", "EventTime")
         .option("deserializer", "json")
         .option("timestampField", "ts")
-        .option("maxEventTimeLag", LAG)
         .option("maxEventsPerTrigger", str(batch_events))
         .load()
     )
@@ -170,24 +201,55 @@ def file_read(spark: Any, json_dir: str, files_per_batch: int) -> Any:
     )
 
 
+def _counts(windows: Any, key_col: str) -> Any:
+    """A window query's rows as the check reads them: key, window start, count, late."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    late = F.col("late") if "late" in windows.columns else F.lit(False)
+    return windows.select(F.col(key_col).alias("key"), "window_start", "count", late.alias("late"))
+
+
 def tidemark_window(frame: Any) -> Any:
-    import spark_adapter
-
-    events = spark_adapter.with_connector_watermark(frame)
-    return spark_adapter.tumbling_window_count(events, WINDOW, key_col="routing_key")
-
-
-def tidemark_jvm_window(frame: Any) -> Any:
+    """The window the Spark way: ``event_time`` once, then Spark's own ``groupBy(window)``."""
     from pyspark.sql import functions as F  # noqa: N812
 
     import spark_adapter
 
+    counts = (
+        spark_adapter.event_time(frame)
+        .groupBy(F.window("event_time", WINDOW), "routing_key")
+        .count()
+    )
+    return _counts(counts.withColumn("window_start", F.col("window.start")), "routing_key")
+
+
+def tidemark_jvm_window(frame: Any) -> Any:
+    """The window through :func:`spark_adapter.window_count`."""
+    import spark_adapter
+
     events = spark_adapter.with_connector_watermark(frame)
-    counts = spark_adapter.window_count(events, WINDOW, key_col="routing_key")
-    return counts.withColumn("late", F.lit(False))
+    return _counts(spark_adapter.window_count(events, WINDOW, key_col="routing_key"), "routing_key")
+
+
+def tidemark_python_window(frame: Any) -> Any:
+    """The window through :func:`spark_adapter.tumbling_window_count` (Python per key)."""
+    import spark_adapter
+
+    events = spark_adapter.with_connector_watermark(frame)
+    counts = spark_adapter.tumbling_window_count(events, WINDOW, key_col="routing_key")
+    return _counts(counts, "routing_key")
+
+
+#: Each tidemark window query by its system name.
+TIDEMARK_WINDOWS = {
+    "tidemark": tidemark_window,
+    JVM: tidemark_jvm_window,
+    PYTHON: tidemark_python_window,
+}
 
 
 def file_window(frame: Any) -> Any:
+    """The file source's window: ``withWatermark`` with no delay, then ``groupBy(window)``."""
     from pyspark.sql import functions as F  # noqa: N812
 
     counts = (
@@ -195,9 +257,7 @@ def file_window(frame: Any) -> Any:
         .groupBy(F.window("event_time", WINDOW), "key")
         .count()
     )
-    return counts.select(
-        "key", F.col("window.start").alias("window_start"), "count", F.lit(False).alias("late")
-    )
+    return _counts(counts.withColumn("window_start", F.col("window.start")), "key")
 
 
 def python_floor_start(spark: Any, checkpoint: str) -> tuple[float, dict[str, float]]:
@@ -265,8 +325,13 @@ def run_query(
     checkpoint: str,
     times: list[int],
     pair: int = 1,
+    windows: dict[tuple[str, int], int] | None = None,
 ) -> Run:
-    """Runs ``frame`` until everything is read; the figures from Spark's progress reports."""
+    """Runs ``frame`` until everything is read; the figures from Spark's progress reports.
+
+    A window query (``query`` ``"window"``) must emit exactly ``windows``
+    (:func:`expected_windows`), each once, none late.
+    """
     name = f"{system}_{query}_{pair}"
     sink = "memory" if query == "window" else "noop"
     writer = (
@@ -304,8 +369,10 @@ def run_query(
     steady_s = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
     parts = {part: sum(p["durationMs"].get(part, 0) for p in steady) / 1000 for part in PARTS}
     checked = f"{len(with_input)} batches with input"
+    emitted = 0
     if sink == "memory":
-        checked = _check_windows(spark, name, progress, times) + f"; {checked}"
+        emitted = _check_windows(spark, name, windows or {})
+        checked = f"{emitted:,} windows, each exact; {checked}"
     first = progress[0]["durationMs"]
     return Run(
         pair,
@@ -320,37 +387,59 @@ def run_query(
         len(steady),
         {part: first.get(part, 0) / 1000 for part in PARTS},
         first["triggerExecution"] / 1000,
+        emitted,
     )
 
 
-def _check_windows(spark: Any, name: str, progress: list[dict[str, Any]], times: list[int]) -> str:
-    """The windows emitted hold exactly the events of the windows the final watermark closed."""
-    import datetime
+def _check_windows(spark: Any, name: str, expected: dict[tuple[str, int], int]) -> int:
+    """The windows of the memory sink ``name`` are ``expected``, each once, none late.
 
-    marks = [p["eventTime"]["watermark"] for p in progress if p["eventTime"].get("watermark")]
-    stamp = datetime.datetime.fromisoformat(marks[-1].replace("Z", "+00:00")) if marks else None
-    watermark = int(stamp.timestamp() * 1000) if stamp else 0
-    closed = sum(1 for t in times if (t // WINDOW_MS + 1) * WINDOW_MS <= watermark)
-    row = spark.sql(
-        f"select count(*) as n, coalesce(sum(count), 0) as total, "
-        f"coalesce(sum(cast(late as int)), 0) as late from {name}"
-    ).collect()[0]
+    Returns how many there are; raises :class:`BenchFailure` naming the first difference.
+    """
+    rows = spark.sql(f"select key, window_start, count, late from {name}").collect()
     spark.sql(f"drop view if exists {name}")
-    if row.late:
-        msg = f"{name}: {row.late} late rows; no event should be late"
+    late = [row for row in rows if row.late]
+    if late:
+        msg = f"{name}: {len(late)} late rows, first {late[0]}; no event should be late"
         raise BenchFailure(msg)
-    if row.total != closed:
-        msg = f"{name}: the windows count {row.total:,} events; the watermark closed {closed:,}"
+    emitted: dict[tuple[str, int], int] = {}
+    for row in rows:
+        window = (row.key, int(row.window_start.timestamp() * 1000))
+        if window in emitted:
+            msg = f"{name}: window {window} emitted twice"
+            raise BenchFailure(msg)
+        emitted[window] = row["count"]
+    if emitted != expected:
+        missing = sorted(set(expected) - set(emitted))[:3]
+        extra = sorted(set(emitted) - set(expected))[:3]
+        wrong = [(w, emitted[w], n) for w, n in expected.items() if emitted.get(w, n) != n]
+        msg = (
+            f"{name}: {len(emitted)} windows emitted, {len(expected)} closed; "
+            f"missing {missing}, not closed {extra}, miscounted (window, got, events) {wrong[:3]}"
+        )
         raise BenchFailure(msg)
-    return f"{row.n:,} windows hold the {closed:,} events of closed windows"
+    return len(emitted)
+
+
+def check_same_windows(runs: list[Run]) -> None:
+    """Every window query of a pair emitted as many windows as the file source's: same work."""
+    files = {r.pair: r.windows for r in runs if (r.system, r.query) == ("file", "window")}
+    for run in runs:
+        if run.query == "window" and run.windows != files[run.pair]:
+            msg = (
+                f"pair {run.pair}: {run.system} emitted {run.windows} windows, "
+                f"the file source {files[run.pair]}: they did not do the same work"
+            )
+            raise BenchFailure(msg)
 
 
 def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
     """Writes the events, runs ``args.pairs`` interleaved pairs of the queries.
 
     Each pair runs the read (file, then tidemark), then the window (file,
-    tidemark, ``window_count``); ``facts["loads"]`` holds each pair's load
-    average before and after it.
+    then the tidemark windows of :data:`TIDEMARK_WINDOWS`), each window
+    query checked against the events and against the file source's window
+    count; ``facts["loads"]`` holds each pair's load average before and after it.
     """
     import spark_adapter
 
@@ -358,13 +447,14 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
     runs = []
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-spark-bench-") as scratch,
-        StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
+        StoreServerProcess(*STORE_ARGS) as server,
     ):
         json_dir = os.path.join(scratch, "json")
         print(f"writing {args.events:,} events ...", flush=True)
         began = time.perf_counter()
         times = write_events(args, server.uri, json_dir)
         facts["write_s"] = time.perf_counter() - began
+        windows = expected_windows(times, args.keys)
         spark = spark_adapter.local_session(
             "tidemark-spark-bench", config={"spark.driver.memory": "2g"}
         )
@@ -386,11 +476,13 @@ def run_all(args: argparse.Namespace) -> tuple[list[Run], dict[str, Any]]:
                     else:
                         frame = tidemark_read(spark, server.uri, args.batch_events)
                         if query == "window":
-                            window = tidemark_jvm_window if system == JVM else tidemark_window
-                            frame = window(frame)
+                            frame = TIDEMARK_WINDOWS[system](frame)
                     checkpoint = os.path.join(scratch, f"checkpoint-{system}-{query}-{pair}")
-                    runs.append(run_query(spark, frame, system, query, checkpoint, times, pair))
+                    runs.append(
+                        run_query(spark, frame, system, query, checkpoint, times, pair, windows)
+                    )
                 facts["loads"].append((load_before, load_average()))
+                check_same_windows([r for r in runs if r.pair == pair])
         finally:
             spark.stop()
     facts["pyspark"] = package_version("pyspark")
@@ -460,32 +552,40 @@ class SparkFigures:
 
     @property
     def ratios(self) -> dict[str, Ratios]:
-        """Per pair, by the tidemark query: ``read``, ``window``, ``window_count``."""
+        """Per pair, by the tidemark query.
+
+        ``read``, ``window`` (the Spark way), ``window_count``, ``tumbling_window_count``.
+        """
         return {
             "read": self._ratios("tidemark", "read"),
             "window": self._ratios("tidemark", "window"),
             "window_count": self._ratios(JVM, "window"),
+            "tumbling_window_count": self._ratios(PYTHON, "window"),
         }
 
     @property
-    def pairs(self) -> list[tuple[float, float, float, float, float]]:
-        """Each pair's ratios (read, window, window_count) and its load before and after."""
-        ratios = self.ratios
-        read, window, jvm = (ratios[q].values for q in ("read", "window", "window_count"))
+    def pairs(self) -> list[tuple[float, float, float, float, float, float]]:
+        """Each pair's ratios (as :attr:`ratios`, in order) and its load before and after."""
+        read, window, jvm, python = (r.values for r in self.ratios.values())
         return [
-            (read[i], window[i], jvm[i], before, after)
+            (read[i], window[i], jvm[i], python[i], before, after)
             for i, (before, after) in enumerate(self.loads)
         ]
 
     @property
     def window_rate(self) -> float:
-        """The tidemark windowed count's median steady-state events/s."""
+        """The tidemark windowed count's (the Spark way) median steady-state events/s."""
         return self._median_rate("tidemark", "window")
 
     @property
     def jvm_rate(self) -> float:
         """The median steady-state events/s through ``window_count``."""
         return self._median_rate(JVM, "window")
+
+    @property
+    def python_rate(self) -> float:
+        """The median steady-state events/s through ``tumbling_window_count``."""
+        return self._median_rate(PYTHON, "window")
 
     @property
     def start_gap(self) -> float:

@@ -46,7 +46,6 @@ from bench.figures import Target
 __all__ = ["SparkProfileFigures", "measure", "options"]
 
 STREAM = "bench/events"
-NO_IDLE_TICKS_MS = 1_000_000_000
 
 
 def _role(pid: int, me: int, server: int) -> str:
@@ -213,12 +212,18 @@ def measure(args: argparse.Namespace) -> SparkProfileFigures:
 
     with (
         tempfile.TemporaryDirectory(prefix="tidemark-spark-profile-") as scratch,
-        StoreServerProcess("--max-watermark-lag-ms", str(NO_IDLE_TICKS_MS)) as server,
+        StoreServerProcess(*spark_bench.STORE_ARGS) as server,
     ):
         json_dir = os.path.join(scratch, "json")
         print(f"writing {args.events:,} events ...", flush=True)
         times = write_store_and_files(
-            server.uri, STREAM, events=args.events, keys=10, file_events=25_000, json_dir=json_dir
+            server.uri,
+            STREAM,
+            events=args.events,
+            keys=10,
+            file_events=25_000,
+            json_dir=json_dir,
+            closing_window_ms=spark_bench.WINDOW_MS,  # as the Spark benchmark's read
         )
         print("a read task's Python, stage by stage ...", flush=True)
         stages = task_stages(server.uri)

@@ -12,7 +12,10 @@ __all__ = ["kafka_answer"]
 
 _CREDENTIALS = ("tlsCaFile", "tlsCertFile", "tlsKeyFile", "tokenFile")
 _RETRIES = "the client retries its calls itself"
-_PARTITIONS = "a task reads a lineage chain of segments (a stream's segments are its partitions)"
+_PARTITIONS = (
+    "a task reads a lineage chain of segments, cut into pieces of equal bytes for "
+    "'minPartitions' tasks a batch"
+)
 _TRIGGERS = "every trigger reads what is there; set a trigger interval"
 
 #: Kafka source options (lower case, as Spark passes them) -> (Kafka's spelling, the
@@ -40,8 +43,7 @@ _SOURCE: dict[str, tuple[str, str | None, str]] = {
         ("maxOffsetsPerTrigger", "maxEventsPerTrigger", "or 'maxBytesPerTrigger'"),
         ("minOffsetsPerTrigger", None, _TRIGGERS),
         ("maxTriggerDelay", None, _TRIGGERS),
-        ("minPartitions", None, _PARTITIONS),
-        ("maxRecordsPerPartition", None, _PARTITIONS),
+        ("maxRecordsPerPartition", "minPartitions", _PARTITIONS),
         (
             "failOnDataLoss",
             None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -37,6 +38,7 @@ __all__ = [
     "SinkOptions",
     "for_batch",
     "for_stream",
+    "min_partitions",
     "parse_interval_ms",
     "parse_stream_cut",
     "parse_timestamp_ms",
@@ -68,6 +70,7 @@ _SOURCE_OPTIONS = (
     "deserializer",
     "readerGroup",
     "stallLogAfter",
+    "minPartitions",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
@@ -427,6 +430,23 @@ def stall_log_after_ms(options: Mapping[str, str]) -> int:
     found = _lookup(options, _SOURCE_OPTIONS)
     text = found.get("stallLogAfter")
     return DEFAULT_STALL_LOG_AFTER_MS if text is None else parse_interval_ms(text, "stallLogAfter")
+
+
+def min_partitions(options: Mapping[str, str]) -> int:
+    """``minPartitions``: about how many tasks read a batch (Kafka's option).
+
+    A batch reads each lineage chain of segments in a task of its own, its
+    ranges cut into pieces of equal bytes, as many per range as its share of
+    the batch's bytes times this (Kafka's rule), none below 1 MiB
+    (:func:`~connector.reader.source.tasks.spread`). By default the cores
+    this driver may use: a local session's parallelism (on a cluster, give
+    the executors' cores).
+
+    Raises:
+        InvalidArgumentError: not a whole number > 0, naming the option.
+    """
+    given = _positive_int(_lookup(options, _SOURCE_OPTIONS), "minPartitions")
+    return given if given is not None else len(os.sched_getaffinity(0))
 
 
 def for_batch(spec: ReadSpec) -> ReadSpec:

@@ -16,9 +16,13 @@ over idle streams costs the store one small call (a ``DescribeTails`` that
 answers nothing changed), however many segments they have. With
 ``readerGroup`` the driver also publishes each position the query has
 processed as that reader group, so the store's metrics show the query's
-figures. Each task reads its
-ranges with :func:`~connector.reader.source.read_columns` and returns the
-columns as Arrow record batches. In a time domain with watermarks every
+figures. A batch has a task per lineage chain of segments, cut into pieces
+for about ``minPartitions`` tasks
+(:func:`~connector.reader.source.tasks.spread`: a batch often reads one
+segment only, and one task keeps one core busy). Each task reads its
+ranges with :func:`~connector.reader.source.read_columns`, its store reads
+of 1 MiB running ahead of the decoding in a thread of their own, and
+returns the columns as Arrow record batches. In a time domain with watermarks every
 row carries the watermark as of the end of its micro-batch and whether it
 is late under the one in force (the end of the batch before), and a batch
 that reads events or whose watermark rose carries one extra
@@ -52,6 +56,7 @@ from connector.reader.source import (
     read_columns,
     text_of,
 )
+from connector.reader.source.tasks import spread
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.admission import budget_of, default_read_limit
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
@@ -59,6 +64,10 @@ from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 __all__ = ["TidemarkBatchReader", "TidemarkPartition", "TidemarkStreamReader", "arrow_batches"]
 
 _ROWS_PER_BATCH = 8192
+#: A task's store reads: 1 MiB each (about 8,700 events of 100 bytes, an Arrow batch),
+#: so Spark converts the first rows while the rest are read; up to two run ahead.
+TASK_READ_BYTES = 1024 * 1024
+TASK_READS_AHEAD = 2
 _log = logging.getLogger(__name__)
 
 
@@ -78,9 +87,10 @@ class TidemarkPartition(InputPartition):
 class _Reading:
     """What the stream and batch readers share: the spec, the schema, a lazy planner, task reads."""
 
-    def __init__(self, spec: ReadSpec, schema: StructType):
+    def __init__(self, spec: ReadSpec, schema: StructType, min_partitions: int = 1):
         self._spec = spec
         self._schema = schema
+        self._min_partitions = min_partitions
         self._planner: SourcePlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -97,7 +107,7 @@ class _Reading:
     def _partitions(
         self, begin: Frontier, end: Frontier, watermark_row: bool
     ) -> list[TidemarkPartition]:
-        tasks = self._plans.tasks(begin, end)
+        tasks = spread(self._plans.client, self._plans.tasks(begin, end), self._min_partitions)
         if not tasks:
             if watermark_row and end.rose_above(begin):
                 return [TidemarkPartition(None, end.watermark, watermark_row=True)]
@@ -127,7 +137,14 @@ class _Reading:
             return
         spec = self._spec
         with spec.client() as client:
-            columns = read_columns(client, partition.task, spec.time, spec.deserializer)
+            columns = read_columns(
+                client,
+                partition.task,
+                spec.time,
+                spec.deserializer,
+                TASK_READ_BYTES,
+                TASK_READS_AHEAD,
+            )
             yield from arrow_batches(columns, partition.watermark, schema)
 
     def _stop(self) -> None:
@@ -153,8 +170,9 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         schema: StructType,
         reader_group: tuple[str, str] | None = None,
         stall_log_after_ms: int = DEFAULT_STALL_LOG_AFTER_MS,
+        min_partitions: int = 1,
     ):
-        super().__init__(spec, schema)
+        super().__init__(spec, schema, min_partitions)
         self._reader_group = reader_group
         self._start: Frontier | None = None
         self._target: Frontier | None = None
@@ -246,7 +264,10 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         return self._offset(tail, planned)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One task per lineage chain of segments, plus one for the watermark row."""
+        """A task per lineage chain, cut for ``minPartitions``; the watermark row rides the first.
+
+        A batch without events whose watermark rose has one task for that row alone.
+        """
         return self._partitions(Frontier.from_dict(start), Frontier.from_dict(end), True)
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -306,7 +327,7 @@ class TidemarkBatchReader(_Reading, DataSourceReader):
     """A bounded read from ``startingStreamCut`` to ``endingStreamCut`` (default: now)."""
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One task per lineage chain of segments."""
+        """A task per lineage chain of segments, cut for ``minPartitions``."""
         try:
             begin = self._plans.start()
             return self._partitions(begin, self._plans.end(begin), watermark_row=False)
@@ -357,22 +378,29 @@ def _batch(parts: list[EventColumns], watermark: int | None, schema: pa.Schema) 
     count = sum(len(part) for part in parts)
     timestamp = schema.field("event_time").type
     watermark_us = spark_micros(watermark)
-    event_times = _millis([t for part in parts for t in part.event_times])
-    ingestion_times = _millis([t for part in parts for t in part.ingestion_times])
+    event_times = _millis(_joined(parts, "event_times"))
+    ingestion_times = _millis(_joined(parts, "ingestion_times"))
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([k for part in parts for k in part.routing_keys], pa.string()),
+            pa.array(_joined(parts, "routing_keys"), pa.string()),
             _events(parts, schema.field("event").type),
             pa.array(event_times * 1000, timestamp),
             pa.repeat(pa.scalar(watermark_us, timestamp), count),
             pa.repeat(pa.scalar(KIND_EVENT), count),
             pa.concat_arrays([pa.repeat(pa.scalar(part.segment), len(part)) for part in parts]),
-            pa.array([o for part in parts for o in part.offsets], pa.int64()),
+            pa.array(_joined(parts, "offsets"), pa.int64()),
             pa.array(ingestion_times * 1000, timestamp),
             pa.array(_late(parts, event_times)),
         ],
         schema=schema,
     )
+
+
+def _joined(parts: list[EventColumns], column: str) -> list[Any]:
+    """One column of every part, in order; a lone part's own list (no copy per event)."""
+    if len(parts) == 1:
+        return getattr(parts[0], column)
+    return [value for part in parts for value in getattr(part, column)]
 
 
 def _late(parts: list[EventColumns], event_times: np.ndarray) -> np.ndarray:
@@ -387,7 +415,7 @@ def _late(parts: list[EventColumns], event_times: np.ndarray) -> np.ndarray:
 
 
 def _events(parts: list[EventColumns], kind: pa.DataType) -> pa.Array:
-    binary = pa.array([p for part in parts for p in part.payloads], pa.binary())
+    binary = pa.array(_joined(parts, "payloads"), pa.binary())
     if kind == pa.binary():
         return binary
     try:

@@ -31,6 +31,7 @@ from spark_adapter.options import (
     SinkOptions,
     for_batch,
     for_stream,
+    min_partitions,
     read_spec,
     reader_group,
     stall_log_after_ms,
@@ -65,6 +66,7 @@ class TidemarkDataSource(DataSource):
             NotFoundError: naming a stream the store does not have.
         """
         spec = read_spec(self.options)
+        min_partitions(self.options)  # checked before the query starts
         probe_store(spec)
         return tidemark_schema(spec.deserializer, spec.time)
 
@@ -78,13 +80,17 @@ class TidemarkDataSource(DataSource):
                 "a batch read commits no position"
             )
             raise InvalidArgumentError(msg)
-        return TidemarkBatchReader(spec, schema)
+        return TidemarkBatchReader(spec, schema, min_partitions(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """An unbounded reader from ``startingStreamCut``; ``readerGroup`` publishes positions."""
         spec = for_stream(read_spec(self.options))
         return TidemarkStreamReader(
-            spec, schema, reader_group(self.options), stall_log_after_ms(self.options)
+            spec,
+            schema,
+            reader_group(self.options),
+            stall_log_after_ms(self.options),
+            min_partitions(self.options),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

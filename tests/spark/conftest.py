@@ -12,6 +12,7 @@ own, so tests share the server without seeing each other's events.
 from __future__ import annotations
 
 import json
+import pathlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -242,3 +243,14 @@ def settle(*queries: Any) -> None:
     """``processAllAvailable`` on each query in turn: with a synthetic clock, it returns."""
     for query in queries:
         query.processAllAvailable()
+
+
+def read_to_end(frame: Any, sink: Callable[[Any, int], None], checkpoint: pathlib.Path) -> Any:
+    """Runs ``frame`` into ``foreachBatch(sink)`` until it read everything; the stopped query."""
+    query = frame.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+    running = query.start()
+    try:
+        settle(running)
+    finally:
+        running.stop()
+    return running

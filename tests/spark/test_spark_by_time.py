@@ -15,7 +15,7 @@ from pyspark.errors import PySparkException
 
 from connector.clock import utc_text
 
-from .conftest import BatchLog, SyntheticStore, settle
+from .conftest import BatchLog, SyntheticStore, read_to_end
 from .test_spark_streaming import event_rows, key_seq, source, write_rounds
 
 pytestmark = pytest.mark.slow
@@ -45,16 +45,8 @@ def test_a_streaming_read_from_a_time_reads_what_was_ingested_from_then_on(
     stream = store.create_stream(segments=2)
     times, rounds = three_rounds(store, stream)
     log = BatchLog()
-    query = (
-        source(spark, store, stream, startingTimestamp=utc_text(times[1]))
-        .writeStream.foreachBatch(log)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
-    try:
-        settle(query)
-    finally:
-        query.stop()
+    frame = source(spark, store, stream, startingTimestamp=utc_text(times[1]))
+    read_to_end(frame, log, tmp_path / "checkpoint")
     assert sorted(key_seq(r) for r in event_rows(log.rows())) == sorted(rounds[1] + rounds[2])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -19,6 +20,7 @@ from spark_adapter.options import (
     SinkOptions,
     for_batch,
     for_stream,
+    min_partitions,
     parse_interval_ms,
     read_spec,
 )
@@ -258,3 +260,10 @@ def test_every_kafka_option_answered_names_an_option_the_format_takes() -> None:
         source(startingoffsets="earliest")  # as Spark passes it: lower case
     with pytest.raises(InvalidArgumentError, match="Kafka security setting"):
         source(**{"kafka.ssl.truststore.location": "/etc/ts.jks"})
+
+
+def test_min_partitions_defaults_to_the_driver_s_cores_and_refuses_a_count_below_one() -> None:
+    assert min_partitions({"uri": URI, "stream": "iot/sensors"}) == len(os.sched_getaffinity(0))
+    assert min_partitions({"uri": URI, "stream": "iot/sensors", "minpartitions": "6"}) == 6
+    with pytest.raises(InvalidArgumentError, match="option 'minPartitions' must be .* got '0'"):
+        min_partitions({"uri": URI, "stream": "iot/sensors", "minPartitions": "0"})

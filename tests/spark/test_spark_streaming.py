@@ -24,7 +24,7 @@ from connector.framing import iter_frames
 from spark_adapter import order_by_event_time, with_connector_watermark
 from tests.conftest import wait_until
 
-from .conftest import BatchLog, SyntheticStore, settle
+from .conftest import BatchLog, SyntheticStore, read_to_end, settle
 
 pytestmark = pytest.mark.slow
 
@@ -485,3 +485,23 @@ def test_a_sealed_stream_read_to_its_end_gives_the_end_of_time_as_spark_can_hold
     assert sorted(key_seq(r) for r in event_rows(rows)) == sorted(written)
     marks = [r["watermark"] for r in rows if r["kind"] == "watermark"]
     assert marks and max(marks).year == 9999
+
+
+def test_min_partitions_cuts_a_one_segment_batch_into_tasks_reading_every_event_once(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
+) -> None:
+    """A batch of one segment's 2.6 MB is read by 2 tasks; every event once, in order."""
+    store = synthetic_store
+    stream = store.create_stream(segments=1)
+    with store.writer(stream) as writer:
+        for seq in range(8_000):
+            writer.write_event({"key": "k0", "seq": seq, "pad": "x" * 300}, routing_key="k0")
+    batches: list[tuple[int, list[int]]] = []
+
+    def record(frame: Any, _batch_id: int) -> None:
+        seqs = [json.loads(row.event)["seq"] for row in frame.collect()]
+        batches.append((frame.rdd.getNumPartitions(), seqs))
+
+    read_to_end(source(spark, store, stream, minPartitions="2"), record, tmp_path / "checkpoint")
+    assert [(partitions, len(seqs)) for partitions, seqs in batches] == [(2, 8_000)]
+    assert batches[0][1] == list(range(8_000))

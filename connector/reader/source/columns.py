@@ -21,7 +21,9 @@ from typing import Any
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
 from connector.framing import FrameColumns, decode_columns
+from connector.model import ReadResult
 from connector.reader.source.ranges import READ_CHUNK_BYTES, read_range
+from connector.reader.source.read_ahead import read_ahead
 from connector.reader.source.tasks import ReadTask
 from connector.reader.source.timekeeping import TimeKeeping, is_late
 from connector.timestamps import FieldTimestampAssigner, TimestampAssigner
@@ -74,23 +76,37 @@ def read_columns(
     time: TimeKeeping,
     deserializer: str,
     chunk_bytes: int = READ_CHUNK_BYTES,
+    ahead: int = 0,
 ) -> Iterator[EventColumns]:
-    """The events of ``task``'s ranges, in order, a store read at a time.
+    """The events of ``task``'s ranges, in order, a store read of ``chunk_bytes`` at a time.
 
     Event times come from ``time``'s assigner (events deserialized with
     ``deserializer`` only when it needs them); an event is late when its
-    event time is at or below the task's watermark in force.
+    event time is at or below the task's watermark in force. With ``ahead``
+    the store reads run in a thread of their own, up to that many reads
+    ahead of the decoding (:func:`~connector.reader.source.read_ahead.read_ahead`);
+    the events and errors come out the same, in the same order.
 
     Raises:
         InvalidArgumentError: an event the assigner cannot time, or not
             UTF-8 text for a text deserializer that must read it, naming it.
+        DataLossError: the store's, for a damaged event, after every event before it.
     """
     times = EventTimes(time, deserializer)
     in_force = task.watermark_in_force
+    results = _reads(client, task, chunk_bytes)
+    for segment, result in read_ahead(results, ahead) if ahead else results:
+        if result.data:
+            yield columns_of(segment, result.data, result.offset, times, in_force)
+
+
+def _reads(
+    client: StoreClient, task: ReadTask, chunk_bytes: int
+) -> Iterator[tuple[str, ReadResult]]:
+    """Each store read of ``task``, with the segment of its range."""
     for segment_range in task.ranges:
         for result in read_range(client, segment_range, chunk_bytes):
-            if result.data:
-                yield columns_of(segment_range.segment, result.data, result.offset, times, in_force)
+            yield segment_range.segment, result
 
 
 def columns_of(
