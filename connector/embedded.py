@@ -25,6 +25,8 @@ def embedded_store(
 
     Engine workers in other processes connect to it by that URI. With no
     ``data_dir`` the store lives in a temporary directory removed afterwards.
+    ``max_watermark_lag_ms`` and ``polling_period_ms`` are the server's
+    ``--idle-tick-after-ms`` and ``--polling-period-ms``.
     """
     with tempfile.TemporaryDirectory(prefix="tidemark-") as scratch:
         config = StoreConfig(

@@ -119,7 +119,7 @@ class ReaderConfig:
         max_event_time_lag: subtracted from every group watermark before it is
             yielded (a timedelta or ms): the longest an event may take from
             happening to reaching the store. Not the server's
-            ``--max-watermark-lag-ms`` (``StoreConfig.max_watermark_lag_ms``),
+            ``--idle-tick-after-ms`` (``StoreConfig.max_watermark_lag_ms``),
             which is how long a segment must be idle before the store ticks
             its watermark forward.
         read_timeout: how long ``read_next_event`` waits for an event or a

@@ -23,7 +23,8 @@ class StorageConfig:
 
     Attributes:
         clock: the ingestion clock's source of time.
-        max_watermark_lag_ms: a segment idle longer than this gets an idle tick.
+        max_watermark_lag_ms: a segment idle longer than this gets an idle tick
+            (the server's ``--idle-tick-after-ms``).
         polling_period_ms: how often the idle advancer looks; None disables it.
         max_event_size: the largest event accepted, in bytes.
         max_segments: how many segments the store holds at most, sealed ones

@@ -107,5 +107,5 @@ def test_the_readme_quickstart_runs_as_written_and_prints_each_closed_window_onc
     assert {sensor for _, sensor in shown} == {"A", "B", "C"}
 
     assert "reader group iot/quickstart: streams iot/sensors" in printed
-    assert "lag 0 events" in printed
+    assert "0 unread events" in printed
     assert "group iot/quickstart: watermark" in printed

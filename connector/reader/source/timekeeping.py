@@ -261,7 +261,7 @@ class _Lagged(TimeKeeping):
 
     Attributes:
         max_event_time_lag_ms: how far event time may trail the watermark's
-            clock (ms, >= 0). Not the store's ``--max-watermark-lag-ms``,
+            clock (ms, >= 0). Not the store's ``--idle-tick-after-ms``,
             which is how long a segment is idle before the store ticks its
             watermark.
         watermark_percentile: the fraction of the group's work the
