@@ -31,7 +31,13 @@ less 1 ms), for each bound in ``--bounds-ms``.
 Work is weighted by events (seed 001: a fraction p of the in-flight data
 lies after W), so in history a, once the straggler's backlog is most of the
 unread events, W sits inside that backlog and moves through it at about
-(1 - p) of the clock's speed, not at the other segments' pace.
+(1 - p) of the clock's speed, not at the other segments' pace; and since the
+rule holds at each sync over the work still unread, each sync lets (1 - p) of
+the remaining backlog fall below W, so the late share over the run compounds
+(roughly 1 - p^m for a backlog read in m syncs), far above 1 - p. In history b
+each writer is told once per segment (it asserts on all of them): a
+straggler's entries in every segment count against the allowance of
+n - ceil(p * n) entries below W (see :mod:`connector.groups.percentile`).
 """
 
 from __future__ import annotations

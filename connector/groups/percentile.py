@@ -16,8 +16,18 @@ group's position (:class:`~connector.model.UnreadWork`):
   segments' tail watermarks;
 - in the event-time domain (:func:`writers_percentile`), the writers
   active at the position, each by its latest assertion there (a writer
-  lies after ``W`` when its assertion is at or above ``W``); a writer
-  counts once per segment it writes.
+  lies after ``W`` when its assertion is at or above ``W`` in every
+  segment). A writer asserts on every open segment of its stream, so the
+  store tells it once per segment, at a different assertion in each (the
+  group's position differs), and the store names no writer: so at most
+  ``n - ceil(p * n)`` of all the segments' entries may lie below ``W``,
+  ``n`` the most writers any one segment holds (never more than the
+  writers). Then at most that many writers have any entry below ``W``, and
+  at least a fraction ``p`` of them lie wholly after it: never above the
+  percentile over each writer's least assertion, and tight when a few
+  writers straggle on all segments at once only if ``n * (1 - p)`` covers
+  their entries in every segment (a writer counted in each of ``s``
+  segments uses up ``s`` of the allowance).
 
 At ``p = 1`` both are the perfect watermark over the same values. Pure
 functions over plain values; the hosts ask the store for the work
@@ -64,11 +74,23 @@ def percentile_time(items: Iterable[TimeCount], p: float) -> int | None:
     one) hold ``W`` or more; at ``p = 1`` that is the least item's time.
     None when there is no item.
     """
-    ordered = sorted((i for i in items if i.count > 0), key=lambda i: i.time, reverse=True)
+    counted_items = [i for i in items if i.count > 0]
+    total = sum(i.count for i in counted_items)
+    return _time_below_at_most(counted_items, total - _needed(total, p))
+
+
+def _needed(total: int, p: float) -> int:
+    """``ceil(p * total)``, at least one and at most ``total`` (0 for none)."""
+    return min(total, max(1, math.ceil(p * total - _ROUNDING))) if total else 0
+
+
+def _time_below_at_most(items: list[TimeCount], allowed: int) -> int | None:
+    """The greatest ``W`` with at most ``allowed`` of ``items``' counts below it; None for none."""
+    ordered = sorted(items, key=lambda i: i.time, reverse=True)
     total = sum(i.count for i in ordered)
     if not total:
         return None
-    needed = min(total, max(1, math.ceil(p * total - _ROUNDING)))
+    needed = max(1, total - allowed)
     counted = 0
     for item in ordered:
         counted += item.count
@@ -90,6 +112,13 @@ def ingestion_percentile(work: Iterable[UnreadWork], p: float) -> int:
 
 
 def writers_percentile(work: Iterable[UnreadWork], p: float) -> int:
-    """The group's writers' event time at percentile ``p``: END_OF_TIME when none is active."""
-    held = percentile_time((i for w in work for i in w.writers), p)
+    """The group's writers' event time at percentile ``p``: END_OF_TIME when none is active.
+
+    At most ``n - ceil(p * n)`` entries of all segments lie below it, ``n``
+    the most writers one segment holds (see the module docstring): at
+    least a fraction ``p`` of the writers lie after it in every segment.
+    """
+    segments = [[i for i in w.writers if i.count > 0] for w in work]
+    most = max((sum(i.count for i in s) for s in segments), default=0)
+    held = _time_below_at_most([i for s in segments for i in s], most - _needed(most, p))
     return END_OF_TIME if held is None else held

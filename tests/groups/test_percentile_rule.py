@@ -53,14 +53,35 @@ def test_ingestion_percentile_of_a_hand_made_group() -> None:
 
 
 def test_writers_percentile_of_a_hand_made_group() -> None:
-    # Ten writers over two segments; one straggles at 10.
+    # Ten writers, each asserting on both segments (as a writer does on every open
+    # segment); one straggles at 10 in both. The others' events wait unread in a,
+    # so they hold 1000 there and 1100 in b.
     work = [
-        _work(writers=[(10, 1), (1_000, 4)]),
-        _work(writers=[(1_100, 5)]),
+        _work(writers=[(10, 1), (1_000, 9)]),
+        _work(writers=[(10, 1), (1_100, 9)]),
     ]
     assert writers_percentile(work, 1.0) == 10
-    assert writers_percentile(work, 0.9) == 1_000  # 9 of 10 asserted 1000 or more
-    assert writers_percentile(work, 0.5) == 1_100
+    assert writers_percentile(work, 0.9) == 10  # the straggler's two entries use up 2 of 1
+    assert writers_percentile(work, 0.8) == 1_000  # 8 of 10 lie after 1000 in both
+    assert writers_percentile(work, 0.5) == 1_000  # every writer's entry in a holds 1000
+
+
+def test_writers_percentile_counts_a_writer_once_not_once_per_segment() -> None:
+    # Forty writers on eight segments, each asserting on all of them; two straggle.
+    # A straggler's newer assertion (-29800) is read in the seven segments it only
+    # asserts on, while in its own its event at -29800 still waits behind -29900:
+    # at p = 0.99, ceil(0.99 * 40) = 40 writers must lie after W, so W is -29900
+    # (counting 320 entries would let 3 fall below and put W at -29800, making
+    # the waiting event late).
+    own = _work(writers=[(-29_900, 1), (-29_800, 1), (-400, 38)])
+    others = [_work(writers=[(-29_800, 2), (-400, 38)]) for _ in range(6)]
+    last = _work(writers=[(-29_900, 1), (-29_800, 1), (-400, 38)])
+    work = [own, *others, last]
+    assert writers_percentile(work, 0.99) == -29_900
+    assert writers_percentile(work, 0.99) == writers_percentile(work, 1.0)
+    # 16 straggling entries fit in the allowance of 40 - ceil(0.5 * 40) = 20.
+    assert writers_percentile(work, 0.5) == -400
+
     assert writers_percentile([_work()], 0.9) == END_OF_TIME  # no writer active
 
 
