@@ -7,30 +7,15 @@ import pathlib
 import threading
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from connector import StoreClient, StreamManager
 from connector.cli import cli
 from connector.clock import ManualClock
 from connector.reader.group import ReaderGroupManager
 from connector.server import StoreServer
+from tests.cli import ok_json, one_line, run
 from tests.conftest import CLOCK_START_MS
-
-
-def run(server_uri: str, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--uri", server_uri, "--timeout", "2", *args])
-
-
-def ok_json(server_uri: str, *args: str) -> dict:
-    result = run(server_uri, "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def error_line(result: Result) -> str:
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) -> None:
@@ -39,7 +24,7 @@ def test_scope_and_stream_create_describe_scale_seal(store_server: StoreServer) 
     assert (result.exit_code, result.output) == (0, "scope ops created\n")
     exists = run(uri, "scope", "create", "ops")
     assert exists.exit_code == 4
-    assert error_line(exists) == "tidemarkctl: error: scope 'ops' already exists"
+    assert one_line(exists) == "tidemarkctl: error: scope 'ops' already exists"
     assert run(uri, "scope", "create", "ops", "--if-not-exists").exit_code == 0
 
     created = ok_json(uri, "stream", "create", "ops/s", "--segments", "2")
@@ -68,7 +53,7 @@ def test_stream_delete_refuses_an_open_stream(store_server: StoreServer) -> None
     assert run(uri, "scope", "create", "ops").exit_code == 0
     assert run(uri, "stream", "create", "ops/open").exit_code == 0
     refused = run(uri, "stream", "delete", "ops/open")
-    assert refused.exit_code == 5 and "ops/open" in error_line(refused)
+    assert refused.exit_code == 5 and "ops/open" in one_line(refused)
 
 
 def test_errors_are_one_line_naming_the_value_with_an_exit_code(
@@ -77,28 +62,28 @@ def test_errors_are_one_line_naming_the_value_with_an_exit_code(
     uri = store_server.uri
     missing = run(uri, "stream", "describe", "ops/nope")
     assert missing.exit_code == 3
-    assert error_line(missing) == "tidemarkctl: error: stream ops/nope does not exist"
+    assert one_line(missing) == "tidemarkctl: error: stream ops/nope does not exist"
     bad_name = run(uri, "stream", "describe", "no-slash")
     assert bad_name.exit_code == 2 and "'no-slash'" in bad_name.output
     no_scope = run(uri, "stream", "create", "ghost/s")
-    assert no_scope.exit_code == 3 and "'ghost'" in error_line(no_scope)
+    assert no_scope.exit_code == 3 and "'ghost'" in one_line(no_scope)
     bad_count = run(uri, "stream", "create", "ops/s", "--segments", "0")
     assert bad_count.exit_code == 2 and "0" in bad_count.output
     scale = run(uri, "stream", "scale", "ops/s")
     assert scale.exit_code == 2 and "--split" in scale.output
     bad_uri = CliRunner().invoke(cli, ["--uri", f"{uri}?tokn=x", "scope", "create", "x"])
-    assert bad_uri.exit_code == 2 and "'tokn'" in error_line(bad_uri)
+    assert bad_uri.exit_code == 2 and "'tokn'" in one_line(bad_uri)
     down = CliRunner().invoke(
         cli, ["--uri", "tidemark://127.0.0.1:1", "--timeout", "0.2", "scope", "create", "x"]
     )
     assert down.exit_code == 6
-    assert "tidemark://127.0.0.1:1" in error_line(down)
+    assert "tidemark://127.0.0.1:1" in one_line(down)
 
 
 def test_credentials_come_through_the_uri(store_server: StoreServer, tmp_path) -> None:
     missing = tmp_path / "no-token"
     result = run(f"{store_server.uri}?token_file={missing}", "scope", "create", "x")
-    assert result.exit_code == 2 and str(missing) in error_line(result)
+    assert result.exit_code == 2 and str(missing) in one_line(result)
 
 
 @pytest.fixture
@@ -172,11 +157,11 @@ def test_readergroup_describe_and_reset(
     assert tail_offsets["ops/s/0"] == client.segment_info("ops/s/0").write_offset > 0
 
     unknown = run(store_server.uri, "readergroup", "reset", "ops/g", "--to", "checkpoint:c1")
-    assert unknown.exit_code == 3 and "'c1'" in error_line(unknown)
+    assert unknown.exit_code == 3 and "'c1'" in one_line(unknown)
     bad_to = run(store_server.uri, "readergroup", "reset", "ops/g", "--to", "yesterday")
-    assert bad_to.exit_code == 2 and "'yesterday'" in error_line(bad_to)
+    assert bad_to.exit_code == 2 and "'yesterday'" in one_line(bad_to)
     missing = run(store_server.uri, "readergroup", "describe", "ops/none")
-    assert missing.exit_code == 3 and "ops/none" in error_line(missing)
+    assert missing.exit_code == 3 and "ops/none" in one_line(missing)
 
 
 def test_watermarks_show_lag_idle_segments_and_what_holds_a_group_back(

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import pathlib
 from typing import Any
 
-from click.testing import CliRunner, Result
-
 from connector import StoreClient, StreamManager
-from connector.cli import cli
 from connector.reader.group import ReaderGroupManager
 from connector.server import StoreServer
+from tests.cli import ok_json, one_line, run
 from tests.security.pki import secure_store
-
-
-def run(uri: str, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--uri", uri, "--timeout", "2", *args])
-
-
-def ok_json(uri: str, *args: str) -> Any:
-    result = run(uri, "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def one_line(result: Result) -> str:
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_scopes_streams_and_reader_groups_are_listed(store_server: StoreServer) -> None:
