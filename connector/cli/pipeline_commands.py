@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from connector.cli.app import Settings, Shown, TidemarkctlCommand
+from connector.cli.params import plot_options, plotting
 from connector.cli.pipeline import PipelineReport, pipeline
+from connector.client import StoreClient
 from connector.clock import utc_text
 from connector.stages import forget_stage
 from connector.stages.chain import FROM_GROUP, StageTimes
@@ -76,8 +80,16 @@ def pipeline_text(report: PipelineReport) -> str:
     metavar="STAGE",
     help="Removes this stage's record first (a job records it again when it next starts).",
 )
+@plot_options
 @pass_settings
-def pipeline_command(settings: Settings, scope_name: str, forget: tuple[str, ...]) -> Shown:
+def pipeline_command(
+    settings: Settings,
+    scope_name: str,
+    forget: tuple[str, ...],
+    plot_file: str | None,
+    duration: float,
+    interval: float,
+) -> Shown:
     """The chain of stages whose output streams are in SCOPE, with their watermarks.
 
     A stage is a job reading Tidemark streams and writing one with its
@@ -86,12 +98,44 @@ def pipeline_command(settings: Settings, scope_name: str, forget: tuple[str, ...
     input watermark (its reader group's event time, or its inputs'
     writers' when the store keeps no position of it), its output watermark
     (what it asserts) and its event-time latency, the difference.
+    --plot FILE.png samples for --duration and draws each stage's input and
+    output watermark against the store's clock, its latency shaded between.
     """
     client = settings.client()
     forgotten = [name for name in forget if forget_stage(client, scope_name, name)]
-    report = pipeline(client, scope_name)
-    value = report.to_dict()
+    if plot_file is None:
+        report = pipeline(client, scope_name)
+        value, text = report.to_dict(), pipeline_text(report)
+    else:
+        value, text = _plotted(client, scope_name, plot_file, duration, interval)
     note = "".join(f"forgot stage {name}\n" for name in forgotten).rstrip("\n")
     if forget:
         value["forgotten"] = forgotten
-    return Shown(value, pipeline_text(report), note)
+    return Shown(value, text, note)
+
+
+def _plotted(
+    client: StoreClient, scope: str, path: str, duration: float, interval: float
+) -> tuple[dict[str, Any], str]:
+    """Samples the pipeline, draws it at ``path``; the answer and its text (the last sample).
+
+    Shows how many samples it took on stderr as it goes. The answer names
+    each line drawn and how many samples it has a value at.
+    """
+    drawing = plotting("connector.cli.pipeline_plot")
+    expected = 1 + int(duration // interval)
+
+    def progress(taken: int) -> None:
+        click.echo(f"\rsampling pipeline {scope}: {taken} of {expected}", nl=False, err=True)
+
+    reports = drawing.sample_pipeline(client, scope, duration, interval, progress)
+    click.echo(err=True)
+    drawn = drawing.plot_pipeline(reports, path)
+    last = reports[-1]
+    value = {
+        "plot": path,
+        "samples": len(reports),
+        "lines": [{"label": line.label, "points": len(line.times)} for line in drawn.lines],
+        "last": last.to_dict(),
+    }
+    return value, f"{pipeline_text(last)}\nplot of {len(reports)} samples: {path}"

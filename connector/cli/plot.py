@@ -12,14 +12,18 @@ shows as a line lagging below, which jumps up once the writer marks itself
 idle or times out.
 
 :func:`picture` decides what is drawn (a plain value); :func:`plot` draws it.
+The sampling (:func:`samples`), the stacking of lines (:func:`stacked`) and
+the drawing of a :class:`Picture` (:func:`draw`) serve other pictures too
+(``tidemarkctl pipeline --plot``).
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import matplotlib
 
@@ -33,11 +37,24 @@ from connector.client import StoreClient  # noqa: E402
 from connector.names import StreamId  # noqa: E402
 from connector.timestamps import END_OF_TIME  # noqa: E402
 
-__all__ = ["Line", "Picture", "picture", "plot", "sample"]
+__all__ = [
+    "Band",
+    "Line",
+    "Picture",
+    "draw",
+    "moment",
+    "picture",
+    "plot",
+    "sample",
+    "samples",
+    "stacked",
+]
 
 _DASHES = ("solid", "dashed", "dashdot", "dotted")
 _WIDEST = 7.0
 _NARROWEST = 1.2
+
+Sample = TypeVar("Sample")
 
 
 @dataclass(frozen=True)
@@ -60,12 +77,25 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Band:
+    """A shaded area between two lines sampled at the same times (a stage's latency)."""
+
+    label: str
+    times: tuple[datetime.datetime, ...]
+    lower: tuple[datetime.datetime, ...]
+    upper: tuple[datetime.datetime, ...]
+    colour: str | None = None
+
+
+@dataclass(frozen=True)
 class Picture:
-    """What :func:`plot` draws: a title, the lines, and notes under them."""
+    """What :func:`draw` draws: a title, the lines, notes under them, shaded bands, the y axis."""
 
     title: str
     lines: tuple[Line, ...]
     notes: tuple[str, ...]
+    bands: tuple[Band, ...] = ()
+    y_label: str = "watermark (UTC)"
 
 
 def sample(
@@ -77,16 +107,62 @@ def sample(
     idle_after_ms: int = 1_000,
 ) -> list[WatermarkReport]:
     """Reports taken every ``interval_s`` seconds for ``duration_s`` seconds (at least one)."""
-    reports = [watermarks(client, stream, groups, idle_after_ms)]
+    return samples(
+        lambda: watermarks(client, stream, groups, idle_after_ms), duration_s, interval_s
+    )
+
+
+def samples(
+    take: Callable[[], Sample],
+    duration_s: float,
+    interval_s: float,
+    on_sample: Callable[[int], None] | None = None,
+) -> list[Sample]:
+    """``take()`` every ``interval_s`` seconds for ``duration_s`` seconds (at least once).
+
+    ``on_sample(n)`` is told after the n-th sample (to show progress).
+    """
+    taken = [take()]
+    if on_sample is not None:
+        on_sample(1)
     deadline = time.monotonic() + duration_s
     while time.monotonic() + interval_s <= deadline:
         time.sleep(interval_s)
-        reports.append(watermarks(client, stream, groups, idle_after_ms))
-    return reports
+        taken.append(take())
+        if on_sample is not None:
+            on_sample(len(taken))
+    return taken
 
 
-def _moment(ms: int) -> datetime.datetime:
+def moment(ms: int) -> datetime.datetime:
+    """Epoch milliseconds as a UTC time, as the axes show them."""
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def stacked(
+    series: Sequence[tuple[str, Sequence[tuple[int, int]]]],
+    styles: Sequence[tuple[str, str | None]] | None = None,
+    first_z: int = 2,
+) -> list[Line]:
+    """Lines for ``(label, [(time ms, value ms), ...])`` series, each visible where they coincide.
+
+    Each line is narrower than the one before and drawn above it.
+    ``styles``: each series' ``(dashes, colour)``; by default the dashes
+    take turns and matplotlib picks the colours.
+    """
+    step = (_WIDEST - _NARROWEST) / max(1, len(series))
+    return [
+        Line(
+            label,
+            tuple(moment(t) for t, _ in points),
+            tuple(moment(w) for _, w in points),
+            round(_WIDEST - index * step, 2),
+            styles[index][0] if styles else _DASHES[index % len(_DASHES)],
+            first_z + index,
+            colour=styles[index][1] if styles else None,
+        )
+        for index, (label, points) in enumerate(series)
+    ]
 
 
 def picture(reports: Sequence[WatermarkReport]) -> Picture:
@@ -124,30 +200,17 @@ def picture(reports: Sequence[WatermarkReport]) -> Picture:
         ]
         series.append((f"group {name}", points))
     series = [(label, points) for label, points in series if points]
-    step = (_WIDEST - _NARROWEST) / max(1, len(series))
-    lines = [
-        Line(
-            "ingestion clock",
-            tuple(_moment(r.now) for r in reports),
-            tuple(_moment(r.now) for r in reports),
-            _WIDEST + 3,
-            "solid",
-            1,
-            colour="0.85",
-            steps=False,
-        )
-    ]
-    for index, (label, points) in enumerate(series):
-        lines.append(
-            Line(
-                label,
-                tuple(_moment(t) for t, _ in points),
-                tuple(_moment(w) for _, w in points),
-                round(_WIDEST - index * step, 2),
-                _DASHES[index % len(_DASHES)],
-                2 + index,
-            )
-        )
+    clock = Line(
+        "ingestion clock",
+        tuple(moment(r.now) for r in reports),
+        tuple(moment(r.now) for r in reports),
+        _WIDEST + 3,
+        "solid",
+        1,
+        colour="0.85",
+        steps=False,
+    )
+    lines = [clock, *stacked(series)]
     last = reports[-1]
     notes = tuple(f"group {g.group}: {g.reason}" for g in last.groups)
     title = f"{last.stream}: watermarks against the store's clock (UTC)"
@@ -156,7 +219,11 @@ def picture(reports: Sequence[WatermarkReport]) -> Picture:
 
 def plot(reports: Sequence[WatermarkReport], path: str) -> Picture:
     """Draws :func:`picture` of ``reports`` into a PNG at ``path``; returns what it drew."""
-    drawn = picture(reports)
+    return draw(picture(reports), path)
+
+
+def draw(drawn: Picture, path: str) -> Picture:
+    """Draws ``drawn`` at ``path``: an SVG if the name ends in ``.svg``, else a PNG; returns it."""
     height = 5 + 0.3 * len(drawn.notes)
     figure, axes = plt.subplots(figsize=(10, height), dpi=100)
     for line in drawn.lines:
@@ -171,16 +238,27 @@ def plot(reports: Sequence[WatermarkReport], path: str) -> Picture:
             color=line.colour,
             solid_capstyle="butt",
         )
+    for band in drawn.bands:
+        axes.fill_between(
+            band.times,
+            band.lower,
+            band.upper,
+            step="post",
+            alpha=0.15,
+            color=band.colour,
+            label=band.label,
+            zorder=0,
+        )
     for axis in (axes.xaxis, axes.yaxis):
         axis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=datetime.UTC))
     axes.set_title(drawn.title)
     axes.set_xlabel("store clock (UTC)")
-    axes.set_ylabel("watermark (UTC)")
+    axes.set_ylabel(drawn.y_label)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="upper left", fontsize="small")
     if drawn.notes:
         figure.text(0.01, 0.01, "\n".join(drawn.notes), fontsize="small", va="bottom")
         figure.subplots_adjust(bottom=0.12 + 0.04 * len(drawn.notes))
-    figure.savefig(path, format="png")
+    figure.savefig(path, format="svg" if path.lower().endswith(".svg") else "png")
     plt.close(figure)
     return drawn

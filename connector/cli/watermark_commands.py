@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from connector.cli.app import Failure, Settings, Shown, TidemarkctlCommand
-from connector.cli.params import SCOPED_NAME, STREAM_NAME
+from connector.cli.app import Settings, Shown, TidemarkctlCommand
+from connector.cli.params import SCOPED_NAME, STREAM_NAME, plot_options, plotting
 from connector.cli.watermarks import (
     GroupWatermark,
     WatermarkReport,
@@ -127,21 +127,7 @@ def _ms_option(flag: str, default: int | None, note: str) -> Any:
     show_default=True,
     help="A segment with no write or idle tick for this long is shown idle.",
 )
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw a PNG here.")
-@click.option(
-    "--duration",
-    type=click.FloatRange(min=0),
-    default=10.0,
-    show_default=True,
-    help="With --plot: seconds to sample for.",
-)
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.01),
-    default=0.5,
-    show_default=True,
-    help="With --plot: seconds between samples.",
-)
+@plot_options
 @pass_settings
 def watermarks_command(
     settings: Settings,
@@ -185,13 +171,9 @@ def watermarks_command(
     if plot_file is None:
         report = watermarks(settings.client(), name, groups, idle_after_ms, timing, large_delay_ms)
         return Shown(report.to_dict(), _report_text(report))
-    try:
-        from connector.cli.plot import plot, sample
-    except ImportError as error:
-        msg = f"--plot needs matplotlib (pip install '.[plot]' in a checkout): {error}"
-        raise Failure(msg, 1, "ImportError") from None
-    reports = sample(settings.client(), name, groups, duration, interval, idle_after_ms)
-    plot(reports, plot_file)
+    drawing = plotting("connector.cli.plot")
+    reports = drawing.sample(settings.client(), name, groups, duration, interval, idle_after_ms)
+    drawing.plot(reports, plot_file)
     last = reports[-1]
     return Shown(
         {"plot": plot_file, "samples": len(reports), "last": last.to_dict()},
