@@ -23,6 +23,7 @@ from spark_adapter.source import TidemarkDataSource
 
 if TYPE_CHECKING:
     from spark_adapter.json_fields import with_json_fields
+    from spark_adapter.late_counts import observe_late
     from spark_adapter.ordering import order_by_event_time, split_late
     from spark_adapter.watermark import event_time, with_connector_watermark
     from spark_adapter.windows import tumbling_window_count, window_count
@@ -32,6 +33,7 @@ _HELPERS = {
     "event_time": "watermark",
     "with_connector_watermark": "watermark",
     "with_json_fields": "json_fields",
+    "observe_late": "late_counts",
     "order_by_event_time": "ordering",
     "split_late": "ordering",
     "tumbling_window_count": "windows",
@@ -43,6 +45,7 @@ __all__ = [
     "TidemarkDataSource",
     "event_time",
     "local_session",
+    "observe_late",
     "order_by_event_time",
     "parse_interval_ms",
     "read_spec",

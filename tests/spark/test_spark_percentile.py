@@ -3,7 +3,8 @@
 Ten writers on one stream, one of which asserts a minute behind the others:
 at 0.9 the query's watermark follows the nine, so the straggler's next
 event comes out late (flagged in the ``late`` column, never dropped); at 1
-the watermark waits for it and nothing is late.
+the watermark waits for it and nothing is late. The query's progress counts
+what it read late (``observe_late``), the figure to check against ``1 - p``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import pathlib
 from typing import Any
 
 import pytest
+
+import spark_adapter
 
 from .conftest import BatchLog, SyntheticStore, settle
 
@@ -44,7 +47,7 @@ def test_a_straggler_writer_is_late_below_percentile_one(
         writer.note_time(1_000 if i == 0 else 60_000)
     log = BatchLog()
     query = (
-        _read(spark, synthetic_store, stream, percentile)
+        spark_adapter.observe_late(_read(spark, synthetic_store, stream, percentile))
         .writeStream.foreachBatch(log)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .start()
@@ -62,6 +65,10 @@ def test_a_straggler_writer_is_late_below_percentile_one(
     assert len(events) == 12
     late = sorted(json.loads(r["event"])["t"] for r in events if r["late"])
     assert late == ([1_500] if percentile == "0.9" else [])
+    progress = [p.observedMetrics.get("tidemark_late") for p in query.recentProgress]
+    observed = [o for o in progress if o is not None]
+    assert sum(o["events"] for o in observed) == 12
+    assert sum(o["late_events"] for o in observed) == len(late)
 
 
 @pytest.mark.parametrize("bad", ["0", "1.5", "most"])
