@@ -299,7 +299,8 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         )
 
     async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
-        return state_message(await self._look(context, self._store.get_state, request.key))
+        known = request.known_revision if request.HasField("known_revision") else None
+        return state_message(await self._look(context, self._store.get_state, request.key, known))
 
     async def CompareAndSetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         written, current = await self._change(
