@@ -203,7 +203,7 @@ class ReaderGroup:
         Raises:
             ReaderGroupResetError: the group does not exist (or no longer).
         """
-        value = self._client.get_state(self._key)
+        value = self._stored()
         if value.revision == 0:
             msg = f"reader group {self.scope}/{self.name} does not exist"
             raise ReaderGroupResetError(msg)
@@ -221,7 +221,7 @@ class ReaderGroup:
             FailedPreconditionError: too many concurrent updates in a row.
         """
         for _ in range(_CAS_ATTEMPTS):
-            current = self._client.get_state(self._key)
+            current = self._stored()
             if current.revision == 0:
                 msg = f"reader group {self.scope}/{self.name} does not exist"
                 raise ReaderGroupResetError(msg)
@@ -242,16 +242,23 @@ class ReaderGroup:
         msg = f"reader group {self.scope}/{self.name}: {_CAS_ATTEMPTS} conflicting updates in a row"
         raise FailedPreconditionError(msg)
 
+    def _stored(self) -> StateValue:
+        """The record as stored now; without its bytes when it is the one last read or written."""
+        known_revision = None if self._known is None else self._known[0]
+        return self._client.get_state(self._key, known_revision)
+
     def _parsed(self, stored: StateValue) -> GroupRecord:
         """The record ``stored`` holds, parsed only when it is not the one last read or written.
 
         A sync that finds the record as this handle left it (the usual case
-        for an idle group) costs no parse. Records are values: nothing
+        for an idle group) moves none of its bytes (the store answers
+        ``unchanged``) and parses nothing. Records are values: nothing
         changes one in place, so the one kept is handed out again.
         """
         known = self._known
-        if known is not None and known[0] == stored.revision and known[1] == stored.value:
-            return known[2]
+        if known is not None and known[0] == stored.revision:
+            if stored.unchanged or known[1] == stored.value:
+                return known[2]
         record = GroupRecord.from_json(stored.value)
         self._known = (stored.revision, stored.value, record)
         return record
