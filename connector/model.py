@@ -291,12 +291,17 @@ class SegmentInfo:
 
 @dataclass(frozen=True)
 class StateValue:
-    """A durable value with a revision; revision 0 means no value is stored."""
+    """A durable value with a revision; revision 0 means no value is stored.
+
+    ``unchanged``: the revision is the one the reader said it holds
+    (``known_revision``), and ``value`` was not sent (it is empty).
+    """
 
     key: str
     value: bytes
     revision: int
     server_time: int
+    unchanged: bool = False
 
 
 @dataclass(frozen=True)

@@ -333,22 +333,26 @@ class WriterAssertion(_message.Message):
     def __init__(self, writer_id: _Optional[str] = ..., event_time: _Optional[int] = ..., last_seen: _Optional[int] = ...) -> None: ...
 
 class GetStateRequest(_message.Message):
-    __slots__ = ("key",)
+    __slots__ = ("key", "known_revision")
     KEY_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_REVISION_FIELD_NUMBER: _ClassVar[int]
     key: str
-    def __init__(self, key: _Optional[str] = ...) -> None: ...
+    known_revision: int
+    def __init__(self, key: _Optional[str] = ..., known_revision: _Optional[int] = ...) -> None: ...
 
 class StateValue(_message.Message):
-    __slots__ = ("key", "value", "revision", "server_time")
+    __slots__ = ("key", "value", "revision", "server_time", "unchanged")
     KEY_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SERVER_TIME_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     key: str
     value: bytes
     revision: int
     server_time: int
-    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ..., revision: _Optional[int] = ..., server_time: _Optional[int] = ...) -> None: ...
+    unchanged: bool
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ..., revision: _Optional[int] = ..., server_time: _Optional[int] = ..., unchanged: bool = ...) -> None: ...
 
 class CompareAndSetStateRequest(_message.Message):
     __slots__ = ("key", "expected_revision", "value")

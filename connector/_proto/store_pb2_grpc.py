@@ -238,6 +238,8 @@ class SegmentStoreServicer(object):
 
     def GetState(self, request, context):
         """A small durable value with a revision (reader group state lives here).
+        Give the revision held as known_revision to be told "unchanged" without
+        the value while it is still the current one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

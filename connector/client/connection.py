@@ -638,9 +638,15 @@ class StoreClient:
 
     # --- state ----------------------------------------------------------------
 
-    def get_state(self, key: str) -> StateValue:
-        """The value under ``key`` (revision 0: none)."""
-        return _state(self._invoke(self._stub.GetState, _pb.GetStateRequest(key=key)))
+    def get_state(self, key: str, known_revision: int | None = None) -> StateValue:
+        """The value under ``key`` (revision 0: none).
+
+        With ``known_revision`` (the revision of the value the caller holds),
+        an answer at that revision is ``unchanged`` and carries no value: a
+        caller that polls a value moves no bytes of it while it stays put.
+        """
+        request = _pb.GetStateRequest(key=key, known_revision=known_revision)
+        return _state(self._invoke(self._stub.GetState, request))
 
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
@@ -764,7 +770,9 @@ def _event_time(message: Any, field: str = "event_time_watermark") -> int | None
 
 
 def _state(message: Any) -> StateValue:
-    return StateValue(message.key, message.value, message.revision, message.server_time)
+    return StateValue(
+        message.key, message.value, message.revision, message.server_time, message.unchanged
+    )
 
 
 def read_result(message: Any) -> ReadResult:

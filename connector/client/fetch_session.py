@@ -71,6 +71,9 @@ class FetchSession:
         self.session_id = 0
         self.epoch = 0
         self._cursors: dict[str, _Cursor] = {}
+        #: Added or re-armed since the last answer (a dict as an ordered set): the next call
+        #: sends them, so a call costs what changed here, not every cursor.
+        self._unsent: dict[str, None] = {}
         self._released: set[str] = set()
         self._closed = False
 
@@ -106,6 +109,7 @@ class FetchSession:
         self._check_open()
         self._released.discard(segment)
         self._cursors[segment] = _Cursor(FetchPosition(offset, known_watermark, known_event_time))
+        self._unsent[segment] = None
 
     def rearm(self, segment: str) -> None:
         """Arms ``segment`` again: its reader consumed the data of its last answer."""
@@ -113,10 +117,11 @@ class FetchSession:
         if not cursor.armed:
             cursor.armed = True
             cursor.rearmed = True
+            self._unsent[segment] = None
 
     def release(self, segment: str) -> None:
         """Stops reading ``segment``; unknown segments are ignored."""
-        cursor = self._cursors.pop(segment, None)
+        cursor = self._drop(segment)
         if cursor is not None and self.session_id:
             self._released.add(segment)
 
@@ -158,19 +163,25 @@ class FetchSession:
         for name in sent:
             cursor = self._cursors[name]
             cursor.sent, cursor.rearmed = True, False
+            self._unsent.pop(name, None)
         reads = tuple(read_result(r) for r in response.reads)
         for read in reads:
             self._told(read)
         failures = tuple((f.segment, failure_error(f.error)) for f in response.failures)
         for name, _ in failures:
-            self._cursors.pop(name, None)
+            self._drop(name)
         return FetchResult(reads, failures, reopened)
 
     def _sent_cursors(self) -> list[str]:
         """The segments whose cursor the next request carries."""
         if not self.session_id:  # a new session: every armed cursor
             return [name for name, c in self._cursors.items() if c.armed]
-        return [name for name, c in self._cursors.items() if c.armed and (c.rearmed or not c.sent)]
+        cursors = self._cursors
+        return [
+            name
+            for name in self._unsent
+            if (c := cursors.get(name)) is not None and c.armed and (c.rearmed or not c.sent)
+        ]
 
     def _message(self, name: str) -> _pb.Cursor:
         cursor = self._cursors[name]
@@ -180,7 +191,7 @@ class FetchSession:
 
     def _told(self, read: ReadResult) -> None:
         if read.end_of_segment:
-            self._cursors.pop(read.segment, None)
+            self._drop(read.segment)
             return
         cursor = self._cursors.get(read.segment)
         if cursor is None:
@@ -188,6 +199,11 @@ class FetchSession:
         cursor.position = cursor.position.after(read)
         if read.data:  # disarmed, there as here, until re-armed
             cursor.armed = False
+
+    def _drop(self, segment: str) -> _Cursor | None:
+        """Forgets ``segment`` here; its cursor, if it had one."""
+        self._unsent.pop(segment, None)
+        return self._cursors.pop(segment, None)
 
     def _forget_session(self) -> None:
         """The server lost the session: every cursor goes with the next one it opens."""
@@ -217,6 +233,7 @@ class FetchSession:
             except TidemarkError:  # it expires on its own
                 pass
         self._cursors.clear()
+        self._unsent.clear()
 
     def __enter__(self) -> FetchSession:
         return self

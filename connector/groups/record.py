@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from connector.groups.state import GroupState
 
@@ -71,4 +72,12 @@ class GroupRecord:
 
     def segments_of(self, reader_id: str) -> list[str]:
         """The segments ``reader_id`` holds."""
-        return sorted(s for s, r in self.assignments.items() if r == reader_id)
+        return sorted(self.holdings.get(reader_id, ()))
+
+    @cached_property
+    def holdings(self) -> Mapping[str, frozenset[str]]:
+        """The segments each reader holds: worked out once per record (records are values)."""
+        held: dict[str, set[str]] = {}
+        for segment, reader in self.assignments.items():
+            held.setdefault(reader, set()).add(segment)
+        return {reader: frozenset(segments) for reader, segments in held.items()}

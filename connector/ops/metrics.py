@@ -25,6 +25,9 @@ Names, all prefixed ``tidemark_``:
   (a read at the tail includes the time it waited for data).
 - ``commit_group_changes``: how many changes each durable group held.
 - ``idle_ticks_total``: idle ticks given to segments.
+- ``state_reads_total`` {answer}: GetState calls answered with the value
+  (``value``) or ``unchanged`` (the caller holds that revision: a reader
+  group's idle sync); ``state_read_bytes_total``: the value bytes they sent.
 - ``open_segments``, ``streams``, ``journal_bytes``, ``accepting_writes``.
 - ``parked_tail_reads``: reads waiting at a segment's tail for data, a seal or
   a watermark rise (they hold no server thread while they wait);
@@ -111,6 +114,7 @@ from connector.groups.progress import group_progress, writers_assert
 from connector.groups.record import STATE_KEY_PREFIX, GroupRecord
 from connector.groups.stall import Holder, StoreTiming, event_time_segment, why
 from connector.groups.state import group_event_time, group_watermark
+from connector.model import StateValue
 from connector.ops.call_metrics import CallMetricsInterceptor
 from connector.ops.data_loss import DataLossLog
 from connector.ops.health import is_serving
@@ -552,6 +556,17 @@ class StoreMetrics:
         ticks = Counter(
             "tidemark_idle_ticks", "Idle ticks given to segments.", registry=self.registry
         )
+        self.state_reads = Counter(
+            "tidemark_state_reads",
+            "GetState calls answered, with the value or unchanged (the caller holds it).",
+            ["answer"],
+            registry=self.registry,
+        )
+        self.state_read_bytes = Counter(
+            "tidemark_state_read_bytes",
+            "Bytes of state values GetState calls answered with.",
+            registry=self.registry,
+        )
         timeouts = Counter(
             "tidemark_timed_out_writers",
             "Writers the store marked idle after they were silent for its idle timeout.",
@@ -588,6 +603,11 @@ class StoreMetrics:
         """Records ``error`` if it is a DataLossError (a read met damaged data)."""
         if isinstance(error, DataLossError):
             self.data_loss.record(error)
+
+    def state_read(self, value: StateValue) -> None:
+        """Counts a GetState answer: ``unchanged``, or the value and its bytes."""
+        self.state_reads.labels("unchanged" if value.unchanged else "value").inc()
+        self.state_read_bytes.inc(len(value.value))
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:
         """Counts ``events`` as stored in ``segment``."""

@@ -203,11 +203,11 @@ class ReaderGroup:
         Raises:
             ReaderGroupResetError: the group does not exist (or no longer).
         """
-        value = self._client.get_state(self._key)
-        if value.revision == 0:
+        _, record = self._current()
+        if record is None:
             msg = f"reader group {self.scope}/{self.name} does not exist"
             raise ReaderGroupResetError(msg)
-        return self._parsed(value)
+        return record
 
     def update(self, change: Callable[[GroupRecord, int], GroupRecord]) -> GroupRecord:
         """Applies ``change(record, store_time_ms)`` atomically and returns the stored result.
@@ -221,11 +221,10 @@ class ReaderGroup:
             FailedPreconditionError: too many concurrent updates in a row.
         """
         for _ in range(_CAS_ATTEMPTS):
-            current = self._client.get_state(self._key)
-            if current.revision == 0:
+            current, record = self._current()
+            if record is None:
                 msg = f"reader group {self.scope}/{self.name} does not exist"
                 raise ReaderGroupResetError(msg)
-            record = self._parsed(current)
             updated = change(record, current.server_time)
             if updated == record:
                 return record  # nothing to write: keep the journal from growing
@@ -242,19 +241,24 @@ class ReaderGroup:
         msg = f"reader group {self.scope}/{self.name}: {_CAS_ATTEMPTS} conflicting updates in a row"
         raise FailedPreconditionError(msg)
 
-    def _parsed(self, stored: StateValue) -> GroupRecord:
-        """The record ``stored`` holds, parsed only when it is not the one last read or written.
+    def _current(self) -> tuple[StateValue, GroupRecord | None]:
+        """The value stored now and its record (None: no group), parsed only when new.
 
-        A sync that finds the record as this handle left it (the usual case
-        for an idle group) costs no parse. Records are values: nothing
-        changes one in place, so the one kept is handed out again.
+        A sync that finds the record as this handle last read or wrote it
+        (the usual case for an idle group) moves none of its bytes (the
+        store answers ``unchanged``) and parses nothing. Records are values:
+        nothing changes one in place, so the one kept is handed out again.
         """
-        known = self._known
-        if known is not None and known[0] == stored.revision and known[1] == stored.value:
-            return known[2]
+        known = self._known  # once: readers in other threads may replace it meanwhile
+        stored = self._client.get_state(self._key, None if known is None else known[0])
+        if stored.revision == 0:
+            return stored, None
+        if known is not None and known[0] == stored.revision:
+            if stored.unchanged or known[1] == stored.value:
+                return stored, known[2]
         record = GroupRecord.from_json(stored.value)
         self._known = (stored.revision, stored.value, record)
-        return record
+        return stored, record
 
     def create_reader(
         self,

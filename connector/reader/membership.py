@@ -96,11 +96,25 @@ def report(record: GroupRecord, reader: str, positions: Positions) -> GroupState
 
 
 def rebalance(
-    state: GroupState, assignments: Mapping[str, str], reader: str, readers: int
-) -> dict[str, str]:
-    """``reader`` takes or gives back segments toward an equal share, oldest watermark first."""
-    result = dict(assignments)
+    state: GroupState,
+    assignments: Mapping[str, str],
+    reader: str,
+    readers: int,
+    held: int | None = None,
+) -> Mapping[str, str]:
+    """``reader`` takes or gives back segments toward an equal share, oldest watermark first.
+
+    ``held`` is how many segments ``reader`` holds in ``assignments``, when
+    known. When nothing moves (``reader`` holds its share, or less with no
+    segment free) ``assignments`` itself is returned, and with ``held``
+    given that costs nothing per segment.
+    """
     share = math.ceil(len(state.cursors) / max(readers, 1))
+    if held is None:
+        held = sum(1 for r in assignments.values() if r == reader)
+    if held == share or (held < share and len(assignments) >= len(state.cursors)):
+        return assignments
+    result = dict(assignments)
     mine = [s for s, r in result.items() if r == reader]
     if len(mine) > share:
         mine.sort(key=lambda s: (state.cursors[s].watermark, s))
@@ -154,11 +168,18 @@ def sync(
     leases = {r: t for r, t in record.leases.items() if t >= now or r == reader}
     if leases.get(reader, 0) - now < lease_ms // 2:
         leases[reader] = now + lease_ms
-    assignments = {
-        s: r for s, r in record.assignments.items() if r in leases and s in state.cursors
-    }
-    assignments = rebalance(state, assignments, reader, len(leases))
+    assignments = _assignments_kept(record, state, leases)
+    held = len(record.holdings.get(reader, ())) if assignments is record.assignments else None
+    assignments = rebalance(state, assignments, reader, len(leases), held)
     pending = frozenset(r for r in record.checkpoint_pending if r in leases) - {reader}
+    unchanged = (
+        state is record.state
+        and assignments is record.assignments
+        and leases == record.leases
+        and pending == record.checkpoint_pending
+    )
+    if unchanged:
+        return record  # an idle sync: nothing per segment is looked at, nothing is copied
     return replace(
         record,
         state=state,
@@ -166,6 +187,20 @@ def sync(
         leases=leases,
         checkpoint_pending=pending,
     )
+
+
+def _assignments_kept(
+    record: GroupRecord, state: GroupState, leases: Mapping[str, int]
+) -> Mapping[str, str]:
+    """The record's assignments of readable segments to readers with a lease in ``leases``.
+
+    The record's own when no segment left the readable ones and no lease
+    was dropped: every assignment stays (the rules here assign only
+    readable segments, and only to readers with a lease).
+    """
+    if state is record.state and all(r in leases for r in record.leases):
+        return record.assignments
+    return {s: r for s, r in record.assignments.items() if r in leases and s in state.cursors}
 
 
 def leave(

@@ -209,6 +209,7 @@ class EventReader(Generic[T]):
         group_time = self._time.group_time
         self._group_time = None if group_time is None else GroupTimeTracker(group_time)
         self._state = GroupState()
+        self._record: GroupRecord | None = None  # the group's record as the last sync left it
         self._generation = group.record().generation
         self._last_sync = -math.inf
         self._sync_refused_at: float | None = None  # when the store last refused a sync
@@ -526,10 +527,19 @@ class EventReader(Generic[T]):
         self._sync_failures.succeeded()
         self._last_sync = time.monotonic()
         self._unreported.clear()
+        if record is not self._record:  # else the group is as the last sync left it
+            self._follow(record)
+        self._served = None
+        self._note_moves()
+        self._ask_percentile()
+
+    def _follow(self, record: GroupRecord) -> None:
+        """Takes in the group's record: its state, and the segments this reader holds now."""
+        self._record = record
         self._state = record.state
         if self._group_time is not None:
             self._group_time.follow(record.state)
-        held = {segment for segment, reader in record.assignments.items() if reader == me}
+        held = record.holdings.get(self.reader_id, frozenset())
         for segment in self._inputs.keys() - held:
             self._release(segment)
         for segment in held - self._inputs.keys():
@@ -538,9 +548,6 @@ class EventReader(Generic[T]):
                 segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time, self._moved
             )
             self._hold(source)
-        self._served = None
-        self._note_moves()
-        self._ask_percentile()
 
     def _ask_percentile(self) -> None:
         """Below percentile 1: the watermark at it, over the group's work from its positions.

@@ -55,7 +55,11 @@ def segment_message(description: SegmentDescription) -> _pb.SegmentDescription:
 def state_message(value: StateValue) -> _pb.StateValue:
     """A state value as a message."""
     return _pb.StateValue(
-        key=value.key, value=value.value, revision=value.revision, server_time=value.server_time
+        key=value.key,
+        value=value.value,
+        revision=value.revision,
+        server_time=value.server_time,
+        unchanged=value.unchanged,
     )
 
 

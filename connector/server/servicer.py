@@ -299,7 +299,10 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
         )
 
     async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
-        return state_message(await self._look(context, self._store.get_state, request.key))
+        known = request.known_revision if request.HasField("known_revision") else None
+        value = await self._look(context, self._store.get_state, request.key, known)
+        self._metrics.state_read(value)
+        return state_message(value)
 
     async def CompareAndSetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         written, current = await self._change(

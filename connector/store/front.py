@@ -439,10 +439,16 @@ class StoreFront(Generic[S]):
         check_state_prefix(prefix)
         return self.engine.state_keys(prefix)
 
-    def get_state(self, key: str) -> StateValue:
-        """The value stored under ``key``; revision 0 when there is none."""
+    def get_state(self, key: str, known_revision: int | None = None) -> StateValue:
+        """The value stored under ``key``; unchanged, without it, at ``known_revision``.
+
+        See :meth:`Storage.get_state`.
+        """
         check_state_key(key)
-        return self._state_value(key, self.engine.get_state(key))
+        stored = self.engine.get_state(key)
+        if stored.revision == known_revision:
+            return StateValue(key, b"", stored.revision, self._clock.now_ms(), unchanged=True)
+        return self._state_value(key, stored)
 
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes

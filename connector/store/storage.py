@@ -401,8 +401,12 @@ class Storage(Protocol):
         """
         ...
 
-    def get_state(self, key: str) -> StateValue:
-        """The value stored under ``key``; revision 0 when there is none."""
+    def get_state(self, key: str, known_revision: int | None = None) -> StateValue:
+        """The value stored under ``key``; revision 0 when there is none.
+
+        When its revision is ``known_revision`` the answer is ``unchanged``,
+        without the value (the caller holds it).
+        """
         ...
 
     def compare_and_set_state(

@@ -15,9 +15,11 @@ import pytest
 from connector.client import JsonSerializer, StoreClient
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState, Successor
+from connector.model import StateValue
 from connector.reader import ReaderConfig, ReaderGroup, ReaderGroupManager, TimeDomain
 from connector.reader.membership import sync
 from connector.reader.source.timekeeping import TimeKeeping
+from connector.server import StoreServer
 from tests.conftest import new_stream_in
 
 SEGMENTS = 4_096
@@ -64,7 +66,7 @@ def test_an_idle_sync_copies_no_cursor_table(copied: list[int]) -> None:
     unchanged = {segment: (0, 100, None) for segment in record.state.cursors}
     copied.clear()
     after = sync(record, "a", unchanged, NOW + 1, generation=1, finished={}, lease_ms=LEASE)
-    assert after == record  # nothing to write
+    assert after is record  # nothing to write, nothing looked at again
     assert copied == []
 
 
@@ -156,3 +158,43 @@ def test_a_read_pass_of_an_idle_reader_looks_at_no_segment(
             assert reader.read_next_event(timeout_ms=1) is None
         looked_at = counted.calls["kept"]
         assert looked_at < IDLE_SEGMENTS, f"{looked_at} segments looked at in {passes} passes"
+
+
+def test_an_idle_groups_syncs_move_no_record_bytes_and_still_see_the_other_readers_change(
+    idle_group: ReaderGroup, store_server: StoreServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_both(rounds: int) -> None:
+        for _ in range(rounds):
+            for reader in readers:
+                assert reader.read_next_event(timeout_ms=10) is None
+
+    with StoreClient(store_server.uri) as other:
+        handle = ReaderGroupManager(other).get_reader_group(idle_group.scope, idle_group.name)
+        a = idle_group.create_reader("a", JsonSerializer(), sync_interval_ms=5)
+        b = handle.create_reader("b", JsonSerializer(), sync_interval_ms=5)
+        readers = [a, b]
+        deadline = time.monotonic() + 20
+        while len(b.segments) < IDLE_SEGMENTS // 2 and time.monotonic() < deadline:
+            read_both(1)
+        assert (len(a.segments), len(b.segments)) == (IDLE_SEGMENTS // 2, IDLE_SEGMENTS // 2)
+        read_both(5)  # each has seen the other's last write
+
+        answers: list[StateValue] = []
+        get_state = StoreClient.get_state
+
+        def counting(client: StoreClient, *args: Any, **kwargs: Any) -> StateValue:
+            answers.append(get_state(client, *args, **kwargs))
+            return answers[-1]
+
+        monkeypatch.setattr(StoreClient, "get_state", counting)
+        read_both(20)
+        assert len(answers) >= 40, f"{len(answers)} syncs of two readers in 20 rounds each"
+        record_bytes = sum(len(answer.value) for answer in answers)
+        assert record_bytes == 0, f"{record_bytes} bytes of the record in {len(answers)} syncs"
+
+        b.close()  # a change by the other reader: it leaves, and a takes its segments
+        deadline = time.monotonic() + 10
+        while len(a.segments) < IDLE_SEGMENTS and time.monotonic() < deadline:
+            assert a.read_next_event(timeout_ms=10) is None
+        assert len(a.segments) == IDLE_SEGMENTS
+        a.close()
