@@ -14,7 +14,9 @@ a. **straggler segment** (ingestion-time domain): ``--segments`` segments
    ``--backlog-ticks`` ticks nobody reads and one segment takes
    ``--burst`` times as many (a device uploading a backlog); then each
    reader reads at most ``--capacity`` events a tick, so the straggler's
-   backlog drains slowly.
+   backlog drains slowly; after the last tick each reads the rest (the
+   delays are of the ticks only), so the late fraction is over every event
+   written, the whole run the percentile rule bounds.
 b. **straggler writers** (event-time domain): ``--writers`` writers, each
    writing one event a tick (routed by its id) and asserting its event
    time: the clock less a delay of its own, drawn up to
@@ -30,11 +32,14 @@ less 1 ms), for each bound in ``--bounds-ms``.
 
 Work is weighted by events (seed 001: a fraction p of the in-flight data
 lies after W), so in history a, once the straggler's backlog is most of the
-unread events, W sits inside that backlog and moves through it at about
-(1 - p) of the clock's speed, not at the other segments' pace; and since the
-rule holds at each sync over the work still unread, each sync lets (1 - p) of
-the remaining backlog fall below W, so the late share over the run compounds
-(roughly 1 - p^m for a backlog read in m syncs), far above 1 - p. In history b
+unread events, W sits inside that backlog and moves through it, not at the
+other segments' pace. The rule carries what the run made late (see
+:mod:`connector.groups.percentile`): W passes unread work only while the events
+late and those below W stay within 1 - p of the events seen, so the late share
+over the run stays within 1 - p (applied afresh at each sync without those
+counts, it compounded to about 1 - p^m over a backlog read in m syncs). The
+allowance is spent first on the oldest events, so while a backlog is still
+unread the share of the events read so far runs above it. In history b
 each writer is told once per segment (it asserts on all of them): a
 straggler's entries in every segment count against the allowance of
 n - ceil(p * n) entries below W (see :mod:`connector.groups.percentile`).
@@ -267,6 +272,8 @@ def straggler_segment(run: _Run) -> Story:
         for follower in followers.values():
             follower.read(written - follower.events, args.capacity)
         _tick_end(run, followers, anchors, delays)
+    for follower in followers.values():  # the rest, nothing more written: every event counts
+        follower.read(written - follower.events, None)
     outcomes = _outcomes(followers, anchors, delays)
     return Story("straggler segment", "ingestion time", written, outcomes)
 

@@ -29,6 +29,26 @@ group's position (:class:`~connector.model.UnreadWork`):
   their entries in every segment (a writer counted in each of ``s``
   segments uses up ``s`` of the allowance).
 
+**Over a run, not per sync (ingestion time).** Applied afresh at each sync
+to the work still unread, the rule would let ``1 - p`` of what remains fall
+below ``W`` each time, and the events it made late before would not count:
+over a backlog read in ``m`` syncs the late share compounds to about
+``1 - p ** m``. So the ingestion-time rule carries what the run has done,
+as :class:`RunCounts`: the events that left the work (``read``) and how many
+of them the watermark had passed (``late``). The events the run has seen
+are those read plus those unread now, and the events it will have made
+late at ``W`` are those late plus the unread events below ``W`` (every one
+of them comes out late: the watermark never steps back). ``W`` may pass
+unread work only while that stays within ``seen - ceil(p * seen)``: so at
+every sync, and so at the end of the run, at most about ``1 - p`` of the
+events seen are late (to a bucket of the store's answer: a bucket counts
+at its least time, so the rule only overcounts what it passes). At the
+first sync (nothing read) it is the per-sync rule; the events below the
+last ``W`` still unread are counted at each sync as unread-and-late, so
+nothing is charged twice. The hosts carry the counts
+(:func:`counts_between` from the store's answers, or a reader's own
+observed counts) and give them back at the next sync.
+
 At ``p = 1`` both are the perfect watermark over the same values. Pure
 functions over plain values; the hosts ask the store for the work
 (:mod:`connector.reader.unread_work`) and keep the watermarks they yield
@@ -39,14 +59,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from connector.errors import InvalidArgumentError
 from connector.model import TimeCount, UnreadWork
 from connector.timestamps import END_OF_TIME
 
 __all__ = [
+    "NO_RUN",
     "PERFECT",
+    "RunCounts",
     "check_percentile",
+    "counts_between",
     "ingestion_percentile",
     "percentile_time",
     "writers_percentile",
@@ -99,16 +123,85 @@ def _time_below_at_most(items: list[TimeCount], allowed: int) -> int | None:
     return item.time
 
 
-def ingestion_percentile(work: Iterable[UnreadWork], p: float) -> int:
-    """The group watermark at percentile ``p`` in the ingestion-time domain.
+@dataclass(frozen=True)
+class RunCounts:
+    """What a run's watermark has done so far, carried from one sync to the next.
 
-    The least of the segments' tail watermarks and of the unread events'
-    :func:`percentile_time`; END_OF_TIME for no segment.
+    Attributes:
+        read: events that left the work (read) since the run began.
+        late: how many of them the watermark had passed (came out late).
+    """
+
+    read: int = 0
+    late: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.late <= self.read:
+            msg = f"run counts need 0 <= late <= read, got read={self.read!r} late={self.late!r}"
+            raise InvalidArgumentError(msg)
+
+    def plus(self, read: int, late: int) -> RunCounts:
+        """These counts with ``read`` more events read, ``late`` of them late."""
+        return RunCounts(self.read + read, self.late + late)
+
+
+#: A run that has read nothing yet.
+NO_RUN = RunCounts()
+
+
+def ingestion_percentile(
+    work: Iterable[UnreadWork],
+    p: float,
+    run: RunCounts = NO_RUN,
+    counted: Iterable[UnreadWork] | None = None,
+) -> int:
+    """The group watermark at percentile ``p`` in the ingestion-time domain, over the run.
+
+    The least of the segments' tail watermarks and of the greatest ``W``
+    with ``run.late`` plus the unread events below ``W`` within
+    ``seen - ceil(p * seen)``, ``seen`` being ``run.read`` plus the unread
+    events (see the module docstring); always at least one unread event
+    lies at or after it. ``counted`` is the part of ``work`` whose events
+    the run reads (default: all of it; a reader of a group counts its own
+    segments, whose events are the only ones it makes late); the tails of
+    all of ``work`` bound ``W``. END_OF_TIME for no segment.
     """
     segments = list(work)
     bound = min((w.tail_watermark for w in segments), default=END_OF_TIME)
-    unread = percentile_time((i for w in segments for i in w.unread), p)
-    return bound if unread is None else min(bound, unread)
+    mine = segments if counted is None else list(counted)
+    items = [i for w in mine for i in w.unread if i.count > 0]
+    unread = sum(i.count for i in items)
+    seen = run.read + unread
+    allowed = max(0, seen - _needed(seen, p) - run.late)
+    at = _time_below_at_most(items, allowed)
+    return bound if at is None else min(bound, at)
+
+
+def counts_between(
+    run: RunCounts, before: Iterable[UnreadWork], after: Iterable[UnreadWork], passed: int | None
+) -> RunCounts:
+    """``run`` plus the events read between two positions, and those of them below ``passed``.
+
+    ``before`` is the work from the earlier positions and ``after`` from
+    the later ones, both as the store tells it now (so the events written
+    between are in both); ``passed`` is the group time the watermark in
+    force over that read had passed (None: none). An event is counted
+    below it when its bucket's time is: never fewer than the events that
+    came out late.
+    """
+    earlier = [i for w in before for i in w.unread]
+    later = [i for w in after for i in w.unread]
+    read = max(0, _count(earlier) - _count(later))
+    if passed is None:
+        return run.plus(read, 0)
+    below = _count(i for i in earlier if i.time < passed) - _count(
+        i for i in later if i.time < passed
+    )
+    return run.plus(read, min(read, max(0, below)))
+
+
+def _count(items: Iterable[TimeCount]) -> int:
+    return sum(i.count for i in items)
 
 
 def writers_percentile(work: Iterable[UnreadWork], p: float) -> int:

@@ -25,7 +25,7 @@ from connector.background import FailureLog
 from connector.client.serializers import Serializer
 from connector.errors import ClosedError, InvalidArgumentError, ResourceExhaustedError
 from connector.framing import Frame, iter_frames
-from connector.groups.percentile import PERFECT
+from connector.groups.percentile import PERFECT, RunCounts
 from connector.groups.record import GroupRecord
 from connector.groups.state import (
     NO_WRITER,
@@ -49,7 +49,7 @@ from connector.reader.membership import (
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
 from connector.reader.source.timekeeping import TimeKeeping, is_late, rose
-from connector.reader.unread_work import group_work
+from connector.reader.unread_work import work_by_segment
 from connector.timestamps import END_OF_TIME
 
 __all__ = ["EventReader"]
@@ -554,13 +554,24 @@ class EventReader(Generic[T]):
 
         The held segments' positions are this reader's own, the others' the
         group's state's; the store tells the work (one call). When it
-        cannot, the perfect watermark holds until the next sync.
+        cannot, the perfect watermark holds until the next sync. The run's
+        counts are this reader's own (the events it returned, those late)
+        over its own segments' work: the events it makes late are only
+        those, so each reader keeps its share within ``1 - p`` and no
+        reader spends another's allowance.
         """
         if self._time.percentile == PERFECT or not self._time.has_watermarks:
             return
         offsets = {s: source.consumed_offset for s, source in self._inputs.items()}
-        work = group_work(self._client, self._state, offsets)
-        self._at_percentile = self._time.percentile_watermark(work, self._state.is_done)
+        work = work_by_segment(self._client, self._state, offsets)
+        if work is None:
+            self._at_percentile = None
+            return
+        run = RunCounts(self._late.events, self._late.late)
+        mine = [w for s, w in work.items() if s in self._inputs]
+        self._at_percentile = self._time.percentile_watermark(
+            list(work.values()), self._state.is_done, run, mine
+        )
 
     def _release(self, segment: str) -> None:
         """Gives up a held segment: an answer of it on the way is ignored."""

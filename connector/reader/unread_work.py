@@ -17,7 +17,7 @@ from connector.errors import TidemarkError
 from connector.groups.state import GroupState
 from connector.model import PlanRequest, UnreadWork
 
-__all__ = ["WORK_BUCKETS", "group_work"]
+__all__ = ["WORK_BUCKETS", "group_work", "work_by_segment"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,20 +37,29 @@ def group_work(
     reader's own) than the state's. None (a segment truncated, deleted or
     not reachable): the caller keeps the perfect watermark.
     """
+    work = work_by_segment(client, state, offsets)
+    return None if work is None else list(work.values())
+
+
+def work_by_segment(
+    client: StoreClient, state: GroupState, offsets: Mapping[str, int] | None = None
+) -> dict[str, UnreadWork] | None:
+    """:func:`group_work` by segment name."""
     newer = offsets or {}
     plans = [
         PlanRequest(s, newer.get(s, c.offset), max_events=1, work_buckets=WORK_BUCKETS)
         for s, c in state.cursors.items()
     ]
     plans += [PlanRequest(s, 0, max_events=1, work_buckets=WORK_BUCKETS) for s in state.waiting]
-    work: list[UnreadWork] = []
+    work: dict[str, UnreadWork] = {}
     try:
         for at in range(0, len(plans), _PER_CALL):
-            for planned in client.plan_reads(plans[at : at + _PER_CALL]):
+            chunk = plans[at : at + _PER_CALL]
+            for plan, planned in zip(chunk, client.plan_reads(chunk), strict=True):
                 if isinstance(planned, TidemarkError) or planned.work is None:
                     _log.debug("no work told for a segment: %s", planned)
                     return None
-                work.append(planned.work)
+                work[plan.segment] = planned.work
     except TidemarkError as error:
         _log.debug("no work told: %s", error)
         return None

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connector.errors import InvalidArgumentError
+from connector.groups.percentile import NO_RUN, RunCounts
 from connector.groups.state import GroupState, least_event_time
 from connector.reader.source.timekeeping import rose
 
@@ -35,11 +36,16 @@ class Frontier:
         watermark: the last event-time watermark, or None (none yet, or a
             domain without watermarks). It never steps back from one
             frontier to the next.
+        run: the events read up to this frontier and how many of them came
+            out late, as the percentile rule counts them
+            (:class:`~connector.groups.percentile.RunCounts`; kept below
+            percentile 1 only), so a restore goes on with the same allowance.
     """
 
     state: GroupState
     ends: Mapping[str, int] = field(default_factory=dict)
     watermark: int | None = None
+    run: RunCounts = NO_RUN
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ends", MappingProxyType(dict(self.ends)))
@@ -85,7 +91,7 @@ class Frontier:
         }
         state = replace(target.state, cursors=cursors, finished=finished)
         watermark = target.watermark if rose(target.watermark, begin.watermark) else begin.watermark
-        return Frontier(state, {**target.ends, **begin.ends}, watermark)
+        return Frontier(state, {**target.ends, **begin.ends}, watermark, self.run)
 
     def _held_at(self, target: Frontier, begin: Frontier) -> Frontier:
         """The frontier, with no watermark above ``target``'s where it reached ``target``."""
@@ -103,19 +109,16 @@ class Frontier:
             watermark = (
                 target.watermark if rose(target.watermark, begin.watermark) else begin.watermark
             )
-        return Frontier(replace(self.state, cursors=cursors), self.ends, watermark)
+        return Frontier(replace(self.state, cursors=cursors), self.ends, watermark, self.run)
 
     # --- its forms in checkpoints -----------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict of plain values, keys sorted; :meth:`from_dict` reads it back."""
-        return _sorted(
-            {
-                "state": self.state.to_dict(),
-                "ends": dict(self.ends),
-                "watermark": self.watermark,
-            }
-        )
+        data = {"state": self.state.to_dict(), "ends": dict(self.ends), "watermark": self.watermark}
+        if self.run != NO_RUN:  # written only below percentile 1: older readers read the rest
+            data["run"] = {"read": self.run.read, "late": self.run.late}
+        return _sorted(data)
 
     def to_json(self) -> str:
         """The compact JSON form of :meth:`to_dict`."""
@@ -136,10 +139,12 @@ class Frontier:
                 state = json.loads(state)
                 ends = json.loads(ends)
                 watermark = None if int(watermark) < 0 else int(watermark)
+            run = data.get("run")
             return cls(
                 GroupState.from_dict(state),
                 {str(s): int(o) for s, o in ends.items()},
                 None if watermark is None else int(watermark),
+                NO_RUN if run is None else RunCounts(int(run["read"]), int(run["late"])),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             msg = f"invalid frontier {dict(data)!r:.200}: {error!r}"

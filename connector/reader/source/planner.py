@@ -24,9 +24,10 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
-from connector.groups.percentile import PERFECT
+from connector.groups.percentile import PERFECT, counts_between
 from connector.groups.state import GroupState, writers_event_time
 from connector.model import initial_watermark
+from connector.reader.events import TimeDomain
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
 from connector.reader.source.budget import advance_within
 from connector.reader.source.cuts import StreamCut, by_name, start_state, state_at_time
@@ -113,13 +114,25 @@ class SourcePlanner:
         """``end`` with the watermark at the spec's percentile (below 1), over the work after it.
 
         The store tells the work of every unfinished segment from ``end``
-        (one call); without it the perfect watermark stays.
+        (one call); without it the perfect watermark stays. In the
+        ingestion-time domain the run's counts go on from ``previous``'s: the
+        events between the two frontiers (the work from ``previous`` less
+        the work from ``end``, both told now: one call more) were read
+        under ``previous``'s watermark, and those below it came out late
+        (:func:`~connector.groups.percentile.counts_between`).
         """
         time = self.spec.time
         if time.percentile == PERFECT or not time.has_watermarks:
             return end
         work = group_work(self.client, end.state)
-        return replace(end, watermark=time.advanced(end.state, previous.watermark, work=work))
+        run = previous.run
+        passed = time.group_time_passed(previous.watermark)
+        if work is not None and time.domain is TimeDomain.INGESTION_TIME:
+            before = group_work(self.client, previous.state)
+            if before is not None:
+                run = counts_between(run, before, work, passed)
+        watermark = time.advanced(end.state, previous.watermark, work=work, run=run)
+        return replace(end, watermark=watermark, run=run)
 
     def tail(self, previous: Frontier, *, refresh: bool = True) -> Frontier:
         """Everything in the streams now: open segments at their tails, sealed ones finished.

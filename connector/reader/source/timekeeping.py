@@ -33,7 +33,9 @@ from typing import Any, ClassVar, TypeVar
 
 from connector.errors import InvalidArgumentError
 from connector.groups.percentile import (
+    NO_RUN,
     PERFECT,
+    RunCounts,
     check_percentile,
     ingestion_percentile,
     writers_percentile,
@@ -91,39 +93,54 @@ class TimeKeeping(ABC):
         state: GroupState,
         fresher: Mapping[str, int | None] | None = None,
         work: Collection[UnreadWork] | None = None,
+        run: RunCounts = NO_RUN,
     ) -> int | None:
         """The event-time watermark of a group at ``state``, or None (none now).
 
         ``fresher`` maps readable segments to newer values than the state's
         (a reader's own positions), each what :meth:`kept` keeps of one.
         ``work`` is what the store says of every unfinished segment's work
-        from the group's position (see :meth:`percentile_watermark`). Not yet
-        checked to rise.
+        from the group's position and ``run`` what the run did so far (see
+        :meth:`percentile_watermark`). Not yet checked to rise.
         """
         if self.group_time is None:
             return None
         done = state.is_done
         perfect = self.watermark_of(self.group_time.least(state, fresher), done)
-        return self.higher(perfect, self.percentile_watermark(work, done))
+        return self.higher(perfect, self.percentile_watermark(work, done, run))
 
     @property
     def percentile(self) -> float:
         """The fraction of the group's work the watermark waits for (1: all, the perfect one)."""
         return PERFECT
 
-    def percentile_watermark(self, work: Collection[UnreadWork] | None, done: bool) -> int | None:
+    def percentile_watermark(
+        self,
+        work: Collection[UnreadWork] | None,
+        done: bool,
+        run: RunCounts = NO_RUN,
+        counted: Collection[UnreadWork] | None = None,
+    ) -> int | None:
         """The watermark at :attr:`percentile` over the group's ``work`` alone, or None.
 
         ``work``: the store's :class:`~connector.model.UnreadWork` of every
         unfinished segment from the group's position
-        (:func:`connector.reader.unread_work.group_work`). None at
+        (:func:`connector.reader.unread_work.group_work`). ``run``: what the
+        run read so far and how much of it came out late, and ``counted``
+        the part of ``work`` the run reads (default all), for the
+        ingestion-time rule's bound over the run
+        (:func:`~connector.groups.percentile.ingestion_percentile`). None at
         percentile 1 (the perfect watermark is the rule), without work, or
         when the domain has no such time now. Not yet checked to rise;
         :meth:`higher` combines it with the perfect one.
         """
         if work is None or self.percentile == PERFECT:
             return None
-        return self.watermark_of(self._group_time_at_percentile(work), done)
+        return self.watermark_of(self._group_time_at_percentile(work, run, counted), done)
+
+    def group_time_passed(self, watermark: int | None) -> int | None:
+        """The group time a watermark of this domain had passed (its lag added back), or None."""
+        return None
 
     @staticmethod
     def higher(perfect: int | None, at_percentile: int | None) -> int | None:
@@ -136,7 +153,12 @@ class TimeKeeping(ABC):
             return perfect
         return max(perfect, at_percentile)
 
-    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int | None:
+    def _group_time_at_percentile(
+        self,
+        work: Collection[UnreadWork],
+        run: RunCounts,
+        counted: Collection[UnreadWork] | None,
+    ) -> int | None:
         """The group's time at :attr:`percentile` over ``work`` (the domain's rule)."""
         return None
 
@@ -175,14 +197,15 @@ class TimeKeeping(ABC):
         last: int | None,
         fresher: Mapping[str, int | None] | None = None,
         work: Collection[UnreadWork] | None = None,
+        run: RunCounts = NO_RUN,
     ) -> int | None:
         """The watermark a frontier at ``state`` carries after one that carried ``last``.
 
-        The group's watermark (at the percentile, given ``work``) when it
-        rose above ``last``, else ``last``: it never steps back. None in a
-        domain without watermarks.
+        The group's watermark (at the percentile, given ``work`` and
+        ``run``) when it rose above ``last``, else ``last``: it never steps
+        back. None in a domain without watermarks.
         """
-        watermark = self.watermark(state, fresher, work)
+        watermark = self.watermark(state, fresher, work, run)
         return watermark if rose(watermark, last) else last
 
     def emitted(
@@ -306,9 +329,20 @@ class IngestionTime(_Lagged):
         assert group_time is not None  # every segment has an ingestion watermark
         return self._less_lag(group_time)
 
-    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int:
-        """The unread events' :func:`~connector.groups.percentile.ingestion_percentile`."""
-        return ingestion_percentile(work, self.watermark_percentile)
+    def _group_time_at_percentile(
+        self,
+        work: Collection[UnreadWork],
+        run: RunCounts,
+        counted: Collection[UnreadWork] | None,
+    ) -> int:
+        """The :func:`~connector.groups.percentile.ingestion_percentile` over the run."""
+        return ingestion_percentile(work, self.watermark_percentile, run, counted)
+
+    def group_time_passed(self, watermark: int | None) -> int | None:
+        """The group time ``watermark`` had passed: the lag added back."""
+        if watermark is None or watermark == END_OF_TIME:
+            return watermark
+        return watermark + self.max_event_time_lag_ms
 
 
 @dataclass(frozen=True)
@@ -344,6 +378,11 @@ class EventTime(_Lagged):
             return END_OF_TIME
         return None if group_time == NO_WRITER else self._less_lag(group_time)
 
-    def _group_time_at_percentile(self, work: Collection[UnreadWork]) -> int:
+    def _group_time_at_percentile(
+        self,
+        work: Collection[UnreadWork],
+        run: RunCounts,
+        counted: Collection[UnreadWork] | None,
+    ) -> int:
         """The active writers' :func:`~connector.groups.percentile.writers_percentile`."""
         return writers_percentile(work, self.watermark_percentile)
