@@ -20,7 +20,7 @@ from typing import Any
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.framing import FrameColumns, decode_columns
+from connector.framing import FrameColumns, decode_answer
 from connector.model import ReadResult
 from connector.reader.source.ranges import READ_CHUNK_BYTES, read_range
 from connector.reader.source.read_ahead import read_ahead
@@ -97,7 +97,7 @@ def read_columns(
     results = _reads(client, task, chunk_bytes)
     for segment, result in read_ahead(results, ahead) if ahead else results:
         if result.data:
-            yield columns_of(segment, result.data, result.offset, times, in_force)
+            yield columns_of(segment, result.data, result.offset, times, in_force, result.checksum)
 
 
 def _reads(
@@ -115,9 +115,13 @@ def columns_of(
     offset: int,
     times: EventTimes,
     watermark_in_force: int | None = None,
+    checksum: int | None = None,
 ) -> EventColumns:
-    """The events of ``data`` (whole frames of ``segment`` from ``offset``) as columns."""
-    frames = decode_columns(data, offset)
+    """The events of ``data`` (whole frames of ``segment`` from ``offset``) as columns.
+
+    ``checksum`` is the store's CRC-32 of ``data`` (see :func:`connector.framing.decode_answer`).
+    """
+    frames = decode_answer(data, offset, checksum)
     return EventColumns(
         segment,
         frames.offsets,
