@@ -5,7 +5,8 @@ store read by store read and yields each read's events as
 :class:`EventColumns`: plain lists, one per field, which the Spark adapter
 turns into Arrow record batches and the Flink adapter into its batch rows.
 Only what needs Python per event runs per event: the frames' decoding
-(:func:`connector.framing.decode_columns`) and, when event time is not the
+(:func:`connector.framing.decode_answer`, which checks one CRC per store
+answer rather than every frame again) and, when event time is not the
 ingestion time, the timestamp assigner; with event time from ingestion no
 event is parsed at all.
 """
