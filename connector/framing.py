@@ -27,6 +27,7 @@ __all__ = [
     "Frame",
     "Intact",
     "FrameColumns",
+    "decode_answer",
     "decode_columns",
     "encode_frames",
     "intact_prefix",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 HEADER = struct.Struct("<IIq")
+#: Where a frame's checksummed bytes start: its time and body follow the length and checksum.
+_CHECKED_FROM = 8
 _TIME = struct.Struct("<q")
 _KEY_LENGTH = struct.Struct("<H")
 _NO_KEY = _KEY_LENGTH.pack(0)
@@ -121,7 +124,6 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
     unpack = HEADER.unpack_from
     size = HEADER.size
     crc32 = zlib.crc32
-    pack_time = _TIME.pack
     offsets: list[int] = []
     ends: list[int] = []
     times: list[int] = []
@@ -130,9 +132,6 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
     decoded_keys: dict[bytes, str] = {}
     end = len(data)
     pos = 0
-    # The frames of one append share an ingestion time: checksum it once per run.
-    last_time: int | None = None
-    time_crc = 0
     while pos < end:
         if end - pos < size:
             raise _corrupt(base_offset + pos, _cut_short(end - pos))
@@ -141,12 +140,8 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
         stop = start + length
         if stop > end or length < 2:
             raise _corrupt(base_offset + pos, _overlong(length, end - start))
-        if verify:
-            if time_ms != last_time:
-                last_time = time_ms
-                time_crc = crc32(pack_time(time_ms))
-            if crc32(data[start:stop], time_crc) != crc:
-                raise _corrupt(base_offset + pos, _BAD_CHECKSUM)
+        if verify and crc32(data[pos + _CHECKED_FROM : stop]) != crc:
+            raise _corrupt(base_offset + pos, _BAD_CHECKSUM)
         key_length = data[start] | (data[start + 1] << 8)
         body = start + 2 + key_length
         if key_length:
@@ -163,6 +158,31 @@ def decode_columns(data: bytes, base_offset: int = 0, verify: bool = True) -> Fr
         payloads.append(data[body:stop])
         pos = stop
     return FrameColumns(offsets, ends, times, keys, payloads)
+
+
+def decode_answer(data: bytes, base_offset: int, checksum: int | None) -> FrameColumns:
+    """Decodes a store's answer (see :func:`decode_columns`), its frames checked once end to end.
+
+    ``checksum`` is the store's CRC-32 of ``data``, sent once the store
+    checked every frame of it (None: it did not say). When it matches, one
+    CRC over the whole answer stands for the frames' own; otherwise every
+    frame is checked, so a damaged one is named by its offset.
+
+    Raises:
+        CorruptFrameError: a frame is truncated or fails its checksum, or
+            the answer fails ``checksum`` with every frame intact (damaged on
+            its way: offset ``base_offset``).
+    """
+    if checksum is not None and zlib.crc32(data) == checksum:
+        return decode_columns(data, base_offset, verify=False)
+    columns = decode_columns(data, base_offset)
+    if checksum is not None:
+        msg = (
+            f"the store's answer from offset {base_offset} ({len(data)} bytes) fails its "
+            "checksum: damaged on its way from the store"
+        )
+        raise CorruptFrameError(msg, offset=base_offset)
+    return columns
 
 
 _BAD_CHECKSUM = "fails its checksum"
@@ -195,30 +215,25 @@ def intact_prefix(data: bytes, base_offset: int = 0) -> Intact:
     """The whole frames at the start of ``data`` that pass their checksums (see :class:`Intact`).
 
     ``base_offset`` is where ``data`` starts in its segment (for nothing but
-    the reader's sake: the failing frame starts at ``length``). Copies no payload.
+    the reader's sake: the failing frame starts at ``length``).
     """
-    view = memoryview(data)
+    if type(data) is not bytes:  # zlib checks a bytes slice several times faster than a view's
+        data = bytes(data)
     unpack = HEADER.unpack_from
     size = HEADER.size
     crc32 = zlib.crc32
-    pack_time = _TIME.pack
-    end = len(view)
+    end = len(data)
     pos = 0
     frames = 0
-    last_time: int | None = None
-    time_crc = 0
     while pos < end:
         if end - pos < size:
             return Intact(pos, frames, _cut_short(end - pos))
-        length, crc, time_ms = unpack(view, pos)
-        start = pos + size
-        stop = start + length
+        length, crc, _ = unpack(data, pos)
+        stop = pos + size + length
         if stop > end or length < 2:
-            return Intact(pos, frames, _overlong(length, end - start))
-        if time_ms != last_time:
-            last_time = time_ms
-            time_crc = crc32(pack_time(time_ms))
-        if crc32(view[start:stop], time_crc) != crc:
+            return Intact(pos, frames, _overlong(length, end - pos - size))
+        # The checksum covers the time and the body: the frame after its length and checksum.
+        if crc32(data[pos + _CHECKED_FROM : stop]) != crc:
             return Intact(pos, frames, _BAD_CHECKSUM)
         pos = stop
         frames += 1

@@ -125,6 +125,9 @@ class ReadResult:
     writers' event-time watermarks in force at the data's events (where it
     starts, and wherever a writer joined below the others inside it); the one
     at ``offset`` without data; None when none was held at any of them.
+    ``checksum`` is the CRC-32 of ``data`` from a store that checked every
+    frame of it before answering; None when nobody did (then a reader checks
+    each frame, :func:`connector.framing.decode_columns`).
     """
 
     segment: str
@@ -136,6 +139,7 @@ class ReadResult:
     successors: tuple[str, ...] = ()
     event_time_watermark: int | None = None
     event_time_floor: int | None = None
+    checksum: int | None = None
 
 
 @dataclass(frozen=True)

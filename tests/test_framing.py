@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from connector.framing import (
     HEADER,
     CorruptFrameError,
+    decode_answer,
     decode_columns,
     encode_frames,
     intact_prefix,
@@ -72,3 +75,30 @@ def test_a_body_too_short_for_its_key_length_is_corrupt() -> None:
 
     with pytest.raises(CorruptFrameError, match="claims 1 bytes"):
         decode_columns(data, verify=False)
+
+
+def test_an_answer_whose_checksum_matches_decodes_as_its_frames_checked_one_by_one() -> None:
+    data = b"".join(_two_appends())
+
+    assert decode_answer(data, 100, zlib.crc32(data)) == decode_columns(data, 100)
+    assert decode_answer(data, 100, None) == decode_columns(data, 100)
+
+
+def test_a_flipped_bit_anywhere_in_an_answer_is_named_at_its_frame_despite_its_checksum() -> None:
+    data = b"".join(_two_appends())
+    checksum = zlib.crc32(data)  # the store's, over the bytes it checked
+    starts = decode_columns(data, 100).offsets
+    for position in range(len(data)):
+        damaged = bytearray(data)
+        damaged[position] ^= 0x10
+        with pytest.raises(CorruptFrameError) as found:
+            decode_answer(bytes(damaged), 100, checksum)
+        frame_start = max(s for s in starts if s <= 100 + position)
+        assert found.value.offset == frame_start, position
+
+
+def test_an_answer_failing_its_checksum_with_every_frame_intact_is_refused() -> None:
+    data = b"".join(_two_appends())
+
+    with pytest.raises(CorruptFrameError, match="answer from offset 100 .* damaged on its way"):
+        decode_answer(data, 100, zlib.crc32(data) ^ 1)

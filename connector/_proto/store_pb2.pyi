@@ -269,7 +269,7 @@ class ReadRequest(_message.Message):
     def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ..., known_watermark: _Optional[int] = ..., has_known_watermark: bool = ...) -> None: ...
 
 class ReadResponse(_message.Message):
-    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors", "event_time_watermark", "event_time_floor")
+    __slots__ = ("segment", "offset", "next_offset", "data", "watermark", "end_of_segment", "successors", "event_time_watermark", "event_time_floor", "data_crc32")
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +279,7 @@ class ReadResponse(_message.Message):
     SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    DATA_CRC32_FIELD_NUMBER: _ClassVar[int]
     segment: str
     offset: int
     next_offset: int
@@ -288,7 +289,8 @@ class ReadResponse(_message.Message):
     successors: _containers.RepeatedScalarFieldContainer[str]
     event_time_watermark: int
     event_time_floor: int
-    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., event_time_floor: _Optional[int] = ...) -> None: ...
+    data_crc32: int
+    def __init__(self, segment: _Optional[str] = ..., offset: _Optional[int] = ..., next_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., watermark: _Optional[int] = ..., end_of_segment: bool = ..., successors: _Optional[_Iterable[str]] = ..., event_time_watermark: _Optional[int] = ..., event_time_floor: _Optional[int] = ..., data_crc32: _Optional[int] = ...) -> None: ...
 
 class SegmentInfoRequest(_message.Message):
     __slots__ = ("segment",)

@@ -787,6 +787,7 @@ def read_result(message: Any) -> ReadResult:
         successors=tuple(message.successors),
         event_time_watermark=_event_time(message),
         event_time_floor=_event_time(message, "event_time_floor"),
+        checksum=message.data_crc32 if message.HasField("data_crc32") else None,
     )
 
 

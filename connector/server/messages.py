@@ -75,6 +75,7 @@ def read_message(result: ReadResult) -> _pb.ReadResponse:
         successors=result.successors,
         event_time_watermark=result.event_time_watermark,
         event_time_floor=result.event_time_floor,
+        data_crc32=result.checksum,
     )
 
 

@@ -538,14 +538,19 @@ class PublishedSegment:
             if self._stream_changes is not None:
                 self._stream_changes.listeners.notify()
 
+    def append_end_within(self, offset: int, limit: int) -> int | None:
+        """The last end of an append in ``(offset, limit]`` (an event boundary), or None."""
+        with self._changed:
+            stop = self._index.boundary_at_or_before(limit)
+        return stop if stop > offset else None
+
     def read_stop(self, offset: int, limit: int) -> int:
         """The last event boundary in ``(offset, limit]``, or the end of the first event.
 
         ``offset`` is an event boundary at or below the published end.
         """
-        with self._changed:
-            stop = self._index.boundary_at_or_before(limit)
-        if stop > offset:
+        stop = self.append_end_within(offset, limit)
+        if stop is not None:
             return stop
         stop = scan_end(self.read_bytes, offset, limit)
         self.remember_boundary(stop)

@@ -18,6 +18,7 @@ the offset and where the append holding it ends. Nothing damaged is served.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Callable
 
 from connector.errors import DataLossError, NotFoundError, StoreUnavailableError
@@ -27,7 +28,7 @@ from connector.store.changes import Listener
 from connector.store.published import PublishedSegment
 from connector.store.read_plan import plan_read
 
-__all__ = ["FollowedSegment", "TailReaders", "damaged", "plan"]
+__all__ = ["FollowedSegment", "TailReaders", "checked_bytes", "damaged", "plan"]
 
 
 def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError:
@@ -41,6 +42,39 @@ def damaged(target: PublishedSegment, offset: int, reason: str) -> DataLossError
     where = f"segment {target.name!r} at offset {offset}"
     msg = f"data loss in {where}: the event there {reason}{after}"
     return DataLossError(msg, target.name, offset, -1 if following is None else following)
+
+
+def checked_bytes(target: PublishedSegment, offset: int, limit: int, end: int) -> bytes:
+    """The intact whole events of ``target`` from ``offset`` up to ``limit``, every frame checked.
+
+    ``offset`` is an event boundary below ``end``, the committed end the read
+    works from, and ``limit`` is at or below ``end``. At least one event is
+    returned (a first event longer than ``limit - offset`` whole). Events
+    after a damaged one are left for the next read, which starts at it.
+
+    Raises:
+        DataLossError: the event at ``offset`` is damaged (see :func:`damaged`).
+    """
+    if target.append_end_within(offset, limit) is None:
+        # No append ends in the range: find its last whole event and check them in one pass.
+        data = target.read_bytes(offset, limit)
+        intact = intact_prefix(data, offset)
+        if intact.length > 0:
+            if intact.length < len(data):
+                data = data[: intact.length]
+            target.remember_boundary(offset + intact.length)  # where the next read starts
+            return data
+        # The first event is longer than the range, or damaged: read it whole, as below.
+    # A damaged header may claim a frame past the end: never read beyond it.
+    stop = min(target.read_stop(offset, limit), end)
+    data = target.read_bytes(offset, stop)
+    intact = intact_prefix(data, offset)
+    if intact.reason is not None:
+        if intact.length == 0:
+            raise damaged(target, offset, intact.reason)
+        data = data[: intact.length]
+        target.remember_boundary(offset + intact.length)  # the next read starts at the damage
+    return data
 
 
 class TailReaders:
@@ -97,15 +131,8 @@ class TailReaders:
         data = b""
         if offset < snapshot.committed_end:
             end = snapshot.committed_end
-            # A damaged header may claim a frame past the end: never read beyond it.
-            stop = min(target.read_stop(offset, min(end, offset + max_bytes)), end)
-            data = target.read_bytes(offset, stop)
-            intact, _, reason = intact_prefix(data, offset)
-            if reason is not None:
-                if intact == 0:
-                    raise damaged(target, offset, reason)
-                data, stop = data[:intact], offset + intact
-                target.remember_boundary(stop)  # the next read starts at the damage
+            data = checked_bytes(target, offset, min(end, offset + max_bytes), end)
+            stop = offset + len(data)
         end_of_segment = snapshot.sealed and stop == snapshot.committed_end
         watermark, event_time, floor = target.watermarks_over(offset, stop)
         return ReadResult(
@@ -113,6 +140,7 @@ class TailReaders:
             offset=offset,
             next_offset=stop,
             data=data,
+            checksum=zlib.crc32(data),
             watermark=watermark,
             end_of_segment=end_of_segment,
             successors=target.successors if end_of_segment else (),

@@ -7,14 +7,16 @@ alone runs on plain iterators.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from connector.client import EventWriter, StoreClient, StringSerializer, key_position
+from connector.client import EventWriter, StoreClient, StringSerializer, connection, key_position
 from connector.errors import DataLossError
 from connector.framing import iter_frames
+from connector.model import ReadResult
 from connector.reader.source import ReadTask, SegmentRange, read_columns
 from connector.reader.source.read_ahead import read_ahead
 from connector.reader.source.tasks import piece_counts, spread
@@ -123,6 +125,37 @@ def test_reads_ahead_raise_data_loss_after_every_event_before_the_damage(
         for part in columns:
             got.extend(part.payloads)
     assert got == [f"{n:08d}".encode() for n in range(120)]
+
+
+def test_an_answer_damaged_on_its_way_from_the_store_is_data_loss_at_its_event(
+    store_client: StoreClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole,) = write(store_client, 1, [200])
+    frames = list(iter_frames(store_client.read(whole.segment, 0, 1 << 20).data))
+    damaged = frames[120]
+    answered = connection.read_result
+    starts: list[int] = []
+
+    def damaged_on_its_way(message: Any) -> ReadResult:
+        assert message.data_crc32 == zlib.crc32(message.data)  # the store checked it all
+        if message.offset <= damaged.offset < message.next_offset:
+            starts.append(message.offset)
+            data = bytearray(message.data)
+            data[damaged.end - 1 - message.offset] ^= 0x01  # after the store's checks
+            message.data = bytes(data)
+        return answered(message)
+
+    monkeypatch.setattr(connection, "read_result", damaged_on_its_way)
+    got: list[bytes] = []
+    columns = read_columns(
+        store_client, ReadTask(0, (whole,)), ProcessingTime(), "string", 512, ahead=2
+    )
+    with pytest.raises(DataLossError, match=f"at offset {damaged.offset}") as loss:
+        for part in columns:
+            got.extend(part.payloads)
+    assert loss.value.offset == damaged.offset
+    (start,) = starts
+    assert got == [frame.payload for frame in frames if frame.offset < start]
 
 
 def _numbers(count: int, produced: list[int], fail_at: int | None = None) -> Iterator[int]:

@@ -5,7 +5,8 @@ store read by store read and yields each read's events as
 :class:`EventColumns`: plain lists, one per field, which the Spark adapter
 turns into Arrow record batches and the Flink adapter into its batch rows.
 Only what needs Python per event runs per event: the frames' decoding
-(:func:`connector.framing.decode_columns`) and, when event time is not the
+(:func:`connector.framing.decode_answer`, which checks one CRC per store
+answer rather than every frame again) and, when event time is not the
 ingestion time, the timestamp assigner; with event time from ingestion no
 event is parsed at all.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from connector.client.connection import StoreClient
 from connector.errors import InvalidArgumentError
-from connector.framing import FrameColumns, decode_columns
+from connector.framing import FrameColumns, decode_answer
 from connector.model import ReadResult
 from connector.reader.source.ranges import READ_CHUNK_BYTES, read_range
 from connector.reader.source.read_ahead import read_ahead
@@ -97,7 +98,7 @@ def read_columns(
     results = _reads(client, task, chunk_bytes)
     for segment, result in read_ahead(results, ahead) if ahead else results:
         if result.data:
-            yield columns_of(segment, result.data, result.offset, times, in_force)
+            yield columns_of(segment, result.data, result.offset, times, in_force, result.checksum)
 
 
 def _reads(
@@ -115,9 +116,13 @@ def columns_of(
     offset: int,
     times: EventTimes,
     watermark_in_force: int | None = None,
+    checksum: int | None = None,
 ) -> EventColumns:
-    """The events of ``data`` (whole frames of ``segment`` from ``offset``) as columns."""
-    frames = decode_columns(data, offset)
+    """The events of ``data`` (whole frames of ``segment`` from ``offset``) as columns.
+
+    ``checksum`` is the store's CRC-32 of ``data`` (see :func:`connector.framing.decode_answer`).
+    """
+    frames = decode_answer(data, offset, checksum)
     return EventColumns(
         segment,
         frames.offsets,
