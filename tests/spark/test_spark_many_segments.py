@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,14 +33,21 @@ from .conftest import BatchLog, settle
 pytestmark = pytest.mark.slow
 
 
+def _drivers(
+    server: StoreServer, stream: str
+) -> Iterator[tuple[dict[str, str], TidemarkStreamReader]]:
+    """The query's source as Spark's driver makes it: without a limit, then with one."""
+    options = {"uri": server.uri, "stream": stream, "timeDomain": "IngestionTime"}
+    for limit in ({}, {"maxEventsPerTrigger": "10"}):
+        spec = for_stream(read_spec({**options, **limit}))
+        yield limit, TidemarkStreamReader(spec, tidemark_schema(spec.deserializer))
+
+
 def test_latest_offset_over_idle_segments_costs_one_small_call_and_its_report_none(
     wide: tuple[StoreServer, StoreClient, str],
 ) -> None:
     server, client, stream = wide
-    options = {"uri": server.uri, "stream": stream, "timeDomain": "IngestionTime"}
-    for limit in ({}, {"maxEventsPerTrigger": "10"}):
-        spec = for_stream(read_spec({**options, **limit}))
-        reader = TidemarkStreamReader(spec, tidemark_schema(spec.deserializer))
+    for limit, reader in _drivers(server, stream):
         try:
             read_limit = reader.getDefaultReadLimit()
             start = reader.latestOffset(reader.initialOffset(), read_limit)  # the first batch's
@@ -100,10 +108,7 @@ def test_a_trigger_touches_only_the_segments_that_moved(
 ) -> None:
     """Counted in segment cursors made: none while idle, one per segment moved, not per segment."""
     server, client, stream = wide
-    options = {"uri": server.uri, "stream": stream, "timeDomain": "IngestionTime"}
-    for limit in ({}, {"maxEventsPerTrigger": "10"}):
-        spec = for_stream(read_spec({**options, **limit}))
-        reader = TidemarkStreamReader(spec, tidemark_schema(spec.deserializer))
+    for limit, reader in _drivers(server, stream):
         cursors = CursorCount(monkeypatch)
         try:
             read_limit = reader.getDefaultReadLimit()
