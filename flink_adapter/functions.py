@@ -9,8 +9,13 @@
   :meth:`~connector.reader.source.SourcePlanner.step` and emits the epoch's
   read tasks, then its end (:mod:`flink_adapter.epochs`). An epoch over idle
   segments costs the store one small call, however many there are, and the
-  pending count (once a second) counts on the tails the epoch described. A
-  bounded read plans once, on its one tick.
+  pending count (once a second) counts on the tails the epoch described.
+  Nor does it look at the segments: the frontier in state is read once
+  (:class:`~connector.reader.source.FrontierForms`) and an epoch in which
+  no tail moved plans nothing, writes no new frontier and counts the same
+  figures again; one in which only watermarks moved (idle ticks) updates
+  the segments that moved (:class:`~connector.reader.source.SourcePlanner`).
+  A bounded read plans once, on its one tick.
 - :class:`TaskReader` runs at the source's parallelism behind a broadcast:
   every subtask sees every record, reads the tasks whose lane falls to it
   (with the core's :func:`~connector.reader.source.read_columns`) and, on
@@ -49,6 +54,7 @@ from connector.reader.progress_watch import ProgressWatch
 from connector.reader.source import (
     EventColumns,
     Frontier,
+    FrontierForms,
     ReadTask,
     SourcePlanner,
     read_columns,
@@ -87,6 +93,7 @@ class EpochCoordinator(KeyedProcessFunction):
         self.settings = settings
         self._planner: SourcePlanner | None = None
         self._store: StoreThread | None = None
+        self._forms = FrontierForms()  # the frontier in state is read once, not every epoch
 
     def open(self, runtime_context: RuntimeContext) -> None:  # noqa: D102
         mode = report_mode(runtime_context, self.settings.coordinator_name, self.settings.mode)
@@ -161,11 +168,11 @@ class EpochCoordinator(KeyedProcessFunction):
         saved = self._frontier.value()
         epoch = (self._epoch.value() or 0) + 1
         planner = self._planner
-        previous = (
-            Frontier.from_json(saved) if saved is not None else self._store.call(planner.start)
-        )
+        forms = self._forms
+        previous = forms.from_json(saved) if saved is not None else self._store.call(planner.start)
         step = self._store.call(planner.step, previous)
-        self._frontier.update(step.frontier.to_json())
+        if saved is None or step.frontier is not previous:  # unchanged: the state holds it
+            self._frontier.update(forms.as_json(step.frontier))
         self._epoch.update(epoch)
         self._measure(step.frontier)
         yield from epoch_records(epoch, previous, step)

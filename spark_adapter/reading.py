@@ -9,7 +9,11 @@ the rules and names of the store's reader-group metrics
 its ``unreadEvents`` and ``processingTimeDelayMs``, then ``progress``, the
 query's ``unreadEvents``, processing-time and event-time watermarks and
 their delays (``...Watermark``, ``...DelayMs``) and their ``diagnosis``;
-the frontier follows, and is all a restart reads back. Once per stall
+the frontier follows, and is all a restart reads back. The driver makes
+and reads each offset's frontier once
+(:class:`~connector.reader.source.FrontierForms`): a trigger that plans
+from the offset it handed out last, while no tail moved, looks at no
+segment and returns that offset (so Spark makes no batch). Once per stall
 longer than ``stallLogAfter`` the driver logs what holds the watermark.
 The figures are counted on the tails the planner described last: a trigger
 over idle streams costs the store one small call (a ``DescribeTails`` that
@@ -44,12 +48,14 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 from pyspark.sql.types import StructType
 
 from connector.errors import TidemarkError
+from connector.groups.lag import GroupLag, StreamLag
 from connector.groups.progress import GroupProgress, delay_ms
 from connector.reader.group import ReaderGroupManager
 from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS, ProgressWatch
 from connector.reader.source import (
     EventColumns,
     Frontier,
+    FrontierForms,
     ReadSpec,
     ReadTask,
     SourcePlanner,
@@ -183,10 +189,13 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
             f"the Spark query{group}", spec.stream_names, _log, stall_log_after_ms
         )
         self._described = False  # a latestOffset described the tails since the last report
+        self._forms = FrontierForms()
+        self._lag_by_stream: tuple[GroupLag, dict[str, StreamLag]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.update(_start=None, _target=None, _last_end=None, _published=None, _described=False)
+        state.update(_forms=FrontierForms(), _lag_by_stream=None)
         return state
 
     def _initial(self) -> Frontier:
@@ -213,15 +222,21 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
                 "unreadEvents": behind.events,
                 "processingTimeDelayMs": delay_ms(now, behind.processing_time_watermark),
             }
-            for name, behind in look.lag.by_stream(self._spec.stream_names).items()
+            for name, behind in self._by_stream(look.lag).items()
         }
         named = {} if self._reader_group is None else {"readerGroup": "/".join(self._reader_group)}
         return {
             "streams": streams,
             "progress": _figures(look.progress),
             **named,
-            **frontier.to_dict(),
+            **self._forms.as_dict(frontier),
         }
+
+    def _by_stream(self, lag: GroupLag) -> dict[str, StreamLag]:
+        """``lag`` per stream, counted once per lag object (the same while nothing moved)."""
+        if self._lag_by_stream is None or self._lag_by_stream[0] is not lag:
+            self._lag_by_stream = (lag, lag.by_stream(self._spec.stream_names))
+        return self._lag_by_stream[1]
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Where a new query starts: ``startingStreamCut``."""
@@ -244,12 +259,12 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         is planned to the target instead (so the last batch of such a run may
         hold more than the limit: what the limit left before the target).
         """
-        begin = Frontier.from_dict(start)
+        begin = self._forms.from_dict(start)
         self._publish(begin)
         end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
         self._last_end = end
         self._described = True
-        return start if end == begin else self._offset(end)
+        return start if end is begin or end == begin else self._offset(end)
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).
@@ -268,7 +283,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
 
         A batch without events whose watermark rose has one task for that row alone.
         """
-        return self._partitions(Frontier.from_dict(start), Frontier.from_dict(end), True)
+        return self._partitions(self._forms.from_dict(start), self._forms.from_dict(end), True)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: positions live in Spark's checkpoint."""

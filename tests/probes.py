@@ -1,6 +1,8 @@
 """What tests look at from outside a server: its metrics, its health, a disk that fills up.
 
 And one way in: a bit of a segment's stored data flipped under a running server.
+And one look inside a planner: how many segment cursors it makes (:class:`CursorCount`),
+its work per segment.
 
 Shared by the full-disk tests of the store, the operations tests and the
 fault suite, so each probe is written once.
@@ -12,14 +14,17 @@ import errno
 import pathlib
 import re
 import urllib.request
+from typing import Any
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from connector import StoreClient
 from connector.errors import ResourceExhaustedError
 from connector.framing import iter_frames
+from connector.groups.state import SegmentCursor
 from connector.reader.source import SegmentRange, read_range
 from connector.server import StoreServer
 from connector.store import SegmentStore
@@ -85,6 +90,30 @@ class CallCounter:
 
         wait_until(enough, timeout=timeout, what=what)
         return seen
+
+
+class CursorCount:
+    """How many segment cursors the reader core made since the last look: its work per segment.
+
+    Every frontier a planner reads, plans or copies whole makes a cursor per
+    segment; one that follows only what moved makes one per segment moved.
+    Installed on ``SegmentCursor`` with ``monkeypatch`` for the test.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self._made = 0
+        made = SegmentCursor.__init__
+
+        def counted(cursor: SegmentCursor, *args: Any, **kwargs: Any) -> None:
+            self._made += 1
+            made(cursor, *args, **kwargs)
+
+        monkeypatch.setattr(SegmentCursor, "__init__", counted)
+
+    def since(self) -> int:
+        """The cursors made since the last look."""
+        made, self._made = self._made, 0
+        return made
 
 
 def metrics_address(server: ServerProcess) -> str:

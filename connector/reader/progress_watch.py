@@ -7,7 +7,9 @@ tails in one ``DescribeTails``, the unread events in one ``PlanReads``),
 for the figures of :mod:`connector.groups.progress`; on the tails a
 planner described (a :class:`~connector.reader.tails.TailCache`) it asks
 nothing more of the store than the unread events of the segments behind
-their tails, so an idle engine's look costs no call. It logs what holds
+their tails, so an idle engine's look costs no call, and looked at again
+while no tail changed, a state it looked at last costs no look over its
+segments either (only the clock's figures are made again). It logs what holds
 the watermark (:func:`connector.groups.stall.why`) once per stall: when
 the processing-time watermark has stood longer than ``stall_after_ms``,
 once, and again only after it moved on. The CLI uses the same calls.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from connector.client import StoreClient
 from connector.errors import TidemarkError
@@ -110,20 +113,29 @@ def look_at(
     return _look(lag, state, tails, now, large_after_ms)
 
 
+class _Times(NamedTuple):
+    """What a group's figures take from its state and tails, besides the lag and the clock."""
+
+    watermark: int
+    event_time: int | None
+    asserted: bool
+
+    @classmethod
+    def of(cls, state: GroupState, tails: Mapping[str, SegmentTail]) -> _Times:
+        return cls(group_watermark(state), group_event_time(state), writers_assert(state, tails))
+
+
 def _look(
     lag: GroupLag,
     state: GroupState,
     tails: Mapping[str, SegmentTail],
     now: int,
     large_after_ms: int = DEFAULT_LARGE_DELAY_MS,
+    times: _Times | None = None,
 ) -> Look:
+    times = times or _Times.of(state, tails)
     progress = group_progress(
-        lag,
-        group_watermark(state),
-        group_event_time(state),
-        now,
-        large_after_ms,
-        writers_assert(state, tails),
+        lag, times.watermark, times.event_time, now, large_after_ms, times.asserted
     )
     return Look(lag, progress)
 
@@ -147,6 +159,16 @@ class ProgressWatch:
         self._log = logger
         self._after_ms = stall_after_ms
         self._logged = False  # this stall is logged
+        self._last: tuple[int, GroupState, _Times] | None = None  # (tails' generation, state)
+
+    def _times(self, state: GroupState, known: TailCache) -> _Times:
+        """:meth:`_Times.of` ``state``, once per state object while no tail changes."""
+        last = self._last
+        if last is not None and last[0] == known.generation and last[1] is state:
+            return last[2]
+        times = _Times.of(state, known.described())
+        self._last = (known.generation, state, times)
+        return times
 
     def look(self, client: StoreClient, state: GroupState, known: TailCache | None = None) -> Look:
         """The group's figures at ``state`` now; logs the stall once if it stands too long.
@@ -161,7 +183,7 @@ class ProgressWatch:
         else:
             tails = known.described()
             now = known.server_time or store_now(client, self._scope)
-            look = _look(known.lag(state), state, tails, now)
+            look = _look(known.lag(state), state, tails, now, times=self._times(state, known))
         lag, progress = look.lag, look.progress
         stalled = 0 < self._after_ms < progress.processing_time_delay_ms
         if stalled and not self._logged:

@@ -38,6 +38,8 @@ __all__ = ["TailCache", "TailPlans"]
 
 #: How many times a description is asked again for the successors of a segment sealed in it.
 _SCALE_ROUNDS = 16
+#: How many descriptions' changed segments a cache keeps (:meth:`TailCache.changed_since`).
+_CHANGES_KEPT = 8
 
 
 class TailCache:
@@ -55,6 +57,11 @@ class TailCache:
         self._by_stream: dict[str, dict[str, SegmentTail]] = {s: {} for s in self._streams}
         self._view: Mapping[str, SegmentTail] | None = None
         self._missing: set[str] = set()  # successors of sealed segments not described yet
+        self._generation = 0
+        #: The segments each recent description changed, by the generation it made
+        #: (None: every segment, a complete answer).
+        self._changes: dict[int, frozenset[str] | None] = {}
+        self._lag: tuple[int, GroupState, GroupLag] | None = None  # the last lag counted
 
     def __repr__(self) -> str:
         versions = {s: (k.incarnation, k.version) for s, k in self._known.items()}
@@ -87,6 +94,29 @@ class TailCache:
         return self._view
 
     @property
+    def generation(self) -> int:
+        """A number that grows whenever a description changed a tail: the same, nothing did.
+
+        A planner keeps what it derived from the tails under this number and
+        derives it again only when the number moved.
+        """
+        return self._generation
+
+    def changed_since(self, generation: int) -> frozenset[str] | None:
+        """The segments whose tails changed after ``generation``; None when not known.
+
+        Known for the last few generations, unless a description since was
+        complete (a new incarnation of a stream: every segment counts as changed).
+        """
+        changed: set[str] = set()
+        for made in range(generation + 1, self._generation + 1):
+            names = self._changes.get(made)
+            if names is None:
+                return None
+            changed |= names
+        return frozenset(changed)
+
+    @property
     def server_time(self) -> int:
         """The store's clock at the last description (epoch ms; 0 before any, or if not said)."""
         return max((k.server_time for k in self._known.values()), default=0)
@@ -101,24 +131,46 @@ class TailCache:
         """:func:`~connector.groups.lag.state_lag` of ``state``, on the tails as last described.
 
         The segments behind their tails are counted by the store in one
-        call; the others are caught up, with no call.
+        call; the others are caught up, with no call. Asked again for the
+        same ``state`` object while no tail changed, it answers the lag it
+        counted then, with no call and no look over the segments.
         """
-        return state_lag(state, self.plans(lag_plans(state)), assignments)
+        last = self._lag
+        if assignments is None and last is not None:
+            generation, counted, lag = last
+            if generation == self._generation and counted is state:
+                return lag
+        lag = state_lag(state, self.plans(lag_plans(state)), assignments)
+        if assignments is None:
+            self._lag = (self._generation, state, lag)
+        return lag
 
     def _describe(self) -> bool:
         """Brings the tails up to date with one call; returns whether any changed."""
         asked = [self._known.get(s, s) for s in self._streams]
         changed = False
+        names: set[str] | None = set()
         for stream, answer in zip(self._streams, self._client.describe_tails(asked), strict=True):
             if isinstance(answer, TidemarkError):
                 raise answer
             self._known[stream] = replace(answer, segments=())
             if not (answer.complete or answer.segments):
                 continue  # nothing changed: nothing to merge
+            if answer.complete:
+                names = None
+            elif names is not None:
+                names.update(tail.segment for tail in answer.segments)
             segments = {} if answer.complete else self._by_stream[stream]
+            new = any(tail.segment not in segments for tail in answer.segments)
             segments.update((tail.segment, tail) for tail in answer.segments)
-            self._by_stream[stream] = dict(sorted(segments.items(), key=_number))
+            if new:  # known segments keep their places: sort only when one is new
+                segments = dict(sorted(segments.items(), key=_number))
+            self._by_stream[stream] = segments
             changed = True
+        if changed:
+            self._generation += 1
+            self._changes[self._generation] = None if names is None else frozenset(names)
+            self._changes.pop(self._generation - _CHANGES_KEPT, None)
         if changed or self._view is None:
             self._view = MappingProxyType(
                 {n: t for segments in self._by_stream.values() for n, t in segments.items()}

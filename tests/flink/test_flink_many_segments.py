@@ -4,7 +4,9 @@ Counted with the server's request counters (real server over gRPC): an
 idle epoch of the coordinator is one small ``DescribeTails`` call, and its
 pending count none; on a PyFlink mini-cluster, a job's idle epochs ask
 nothing else, and an epoch with one new event a few calls more. Synthetic
-clock, no idle advancer: nothing changes unless a test changes it.
+clock, no idle advancer: nothing changes unless a test changes it. And counted
+in the segment cursors the coordinator makes: none in an idle epoch, one for
+the segment an event moved, each once when a tick moved them all.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ from pyflink.common import Types
 from pyflink.datastream.functions import ProcessFunction
 
 from connector import StoreClient
+from connector.clock import ManualClock
 from connector.reader.progress_watch import ProgressWatch
 from connector.reader.source import SourcePlanner
 from examples.job_output import Collected
 from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.epochs import EpochEnd
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread
-from tests.conftest import wait_until
+from tests.conftest import WIDE, wait_until
 from tests.flink.holders import Value
-from tests.probes import CallCounter
+from tests.probes import CallCounter, CursorCount
 
 _log = logging.getLogger(__name__)
 
@@ -44,11 +48,8 @@ def _reader(uri: str, stream: str) -> FlinkTidemarkReader:
     )
 
 
-def test_an_idle_epoch_costs_one_small_call_and_its_pending_count_none(
-    wide: tuple[Any, StoreClient, str],
-) -> None:
-    server, client, stream = wide
-    reader = _reader(server.uri, stream)
+def _coordinator(reader: FlinkTidemarkReader, client: StoreClient) -> EpochCoordinator:
+    """The job's coordinator, opened on ``client`` with plain holders for its state and metrics."""
     coordinator = EpochCoordinator(reader.settings)
     coordinator._frontier, coordinator._epoch = Value(), Value()  # noqa: SLF001
     coordinator._planner = SourcePlanner(client, reader.settings.spec)  # noqa: SLF001
@@ -58,8 +59,16 @@ def test_an_idle_epoch_costs_one_small_call_and_its_pending_count_none(
     spec = reader.settings.spec
     coordinator._watch = ProgressWatch("the test's job", spec.stream_names, _log)  # noqa: SLF001
     coordinator._store = StoreThread("many-segments")  # noqa: SLF001
+    coordinator._pending_counted_at = 0  # noqa: SLF001
+    return coordinator
+
+
+def test_an_idle_epoch_costs_one_small_call_and_its_pending_count_none(
+    wide: tuple[Any, StoreClient, str],
+) -> None:
+    server, client, stream = wide
+    coordinator = _coordinator(_reader(server.uri, stream), client)
     try:
-        coordinator._pending_counted_at = 0  # noqa: SLF001
         list(coordinator._plan_next_epoch())  # noqa: SLF001 - the first: a complete description
         counted = CallCounter(server)
         for _ in range(5):
@@ -82,6 +91,42 @@ def test_an_idle_epoch_costs_one_small_call_and_its_pending_count_none(
             "DescribeStream": 1,
         }
         assert coordinator._pending_records.value() == 0  # noqa: SLF001
+    finally:
+        coordinator._store.close()  # noqa: SLF001
+
+
+def test_an_epoch_touches_only_the_segments_that_moved(
+    wide: tuple[Any, StoreClient, str], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted in segment cursors made: none while idle, one per segment moved, not per segment.
+
+    Nor is the frontier in state written again while nothing moved.
+    """
+    server, client, stream = wide
+    coordinator = _coordinator(_reader(server.uri, stream), client)
+    cursors = CursorCount(monkeypatch)
+    try:
+        list(coordinator._plan_next_epoch())  # noqa: SLF001 - the first: a complete description
+        saved = coordinator._frontier.value()  # noqa: SLF001
+        cursors.since()
+        for _ in range(5):
+            coordinator._pending_counted_at = 0  # noqa: SLF001 - the pending count is due
+            assert len(list(coordinator._plan_next_epoch())) == 1  # noqa: SLF001 - its end
+            assert cursors.since() == 0
+        assert coordinator._frontier.value() is saved  # noqa: SLF001 - not written again
+
+        clock.advance(server.store.config.max_watermark_lag_ms + 1)
+        assert server.store.advance_idle_segments() == WIDE
+        coordinator._pending_counted_at = 0  # noqa: SLF001
+        [end] = list(coordinator._plan_next_epoch())  # noqa: SLF001
+        assert isinstance(end, EpochEnd) and end.watermark is not None  # it rose
+        assert cursors.since() <= WIDE  # every segment moved: each once
+
+        client.append(f"{stream}/700", "w", 0, [b"one"])
+        coordinator._pending_counted_at = 0  # noqa: SLF001
+        task, _ = list(coordinator._plan_next_epoch())  # noqa: SLF001
+        assert [r.segment for r in task.ranges] == [f"{stream}/700"]
+        assert cursors.since() <= 2  # the segment that moved
     finally:
         coordinator._store.close()  # noqa: SLF001
 

@@ -29,7 +29,7 @@ from connector.reader.source.columns import (
     text_of,
 )
 from connector.reader.source.cuts import StreamCut, start_state
-from connector.reader.source.frontier import Frontier
+from connector.reader.source.frontier import Frontier, FrontierForms
 from connector.reader.source.limits import Budget
 from connector.reader.source.planner import SourcePlanner, Step
 from connector.reader.source.probe import PROBE_BOUND_S, PROBE_TIMEOUT_S, probe_store
@@ -54,6 +54,7 @@ __all__ = [
     "EventTime",
     "EventTimes",
     "Frontier",
+    "FrontierForms",
     "IngestionTime",
     "OptionNames",
     "ProcessingTime",

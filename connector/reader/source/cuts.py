@@ -5,7 +5,9 @@ One :class:`StreamCut` names both ends of a read (the Pravega connector's
 readable data, their tails, explicit offsets, or a time (Kafka's offsets by
 timestamp). :func:`start_state` resolves a start cut against the store into
 the group state a read begins with, :func:`state_at_time` a time into the
-state of every segment there.
+state of every segment there. Either asks the store a few calls whatever
+the number of segments: a ``DescribeStream`` per stream, then per round of
+successors one ``DescribeTails`` and, for a time, one ``PlanReads``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
+from connector._wire import MAX_ITEMS_PER_CALL
 from connector.client.connection import StoreClient
-from connector.errors import InvalidArgumentError
+from connector.errors import InvalidArgumentError, TidemarkError
 from connector.groups.state import (
     GroupState,
     ReportedPosition,
@@ -25,7 +28,14 @@ from connector.groups.state import (
     finish_all,
     writers_event_time,
 )
-from connector.model import SegmentDescription, SegmentInfo, StreamDescription, initial_watermark
+from connector.model import (
+    PlannedRead,
+    PlanRequest,
+    SegmentDescription,
+    SegmentTail,
+    StreamDescription,
+    initial_watermark,
+)
 from connector.names import SegmentId, StreamId
 from connector.reader.lineage import ancestors, describe_streams
 
@@ -184,7 +194,8 @@ def start_state(
         before: set[str] = set()
         watermarks = {name: initial_watermark(segments[name].creation_time) for name in cut}
     elif position.kind == "latest":
-        infos = [client.segment_info(s.segment) for d in descriptions for s in d.open_segments]
+        tails = segment_tails(client, names)
+        infos = [tails[s.segment] for d in descriptions for s in d.open_segments]
         cut = {i.segment: i.write_offset for i in infos}
         before = {s.segment for d in descriptions for s in d.segments if s.sealed}
         watermarks = {i.segment: i.watermark for i in infos}
@@ -239,6 +250,20 @@ def state_at_time(
     return _at_time(client, GroupState.starting_at(cut, watermarks), segments, time_ms)
 
 
+def segment_tails(client: StoreClient, streams: Iterable[str]) -> dict[str, SegmentTail]:
+    """Every segment's tail of ``streams`` (``scope/stream``), by name: one ``DescribeTails``.
+
+    Raises:
+        TidemarkError: the store's error for a stream (NotFoundError: it does not exist).
+    """
+    tails: dict[str, SegmentTail] = {}
+    for answer in client.describe_tails(list(dict.fromkeys(streams))):
+        if isinstance(answer, TidemarkError):
+            raise answer
+        tails.update((tail.segment, tail) for tail in answer.segments)
+    return tails
+
+
 def by_name(descriptions: Iterable[StreamDescription]) -> dict[str, SegmentDescription]:
     """The segments of ``descriptions`` by name."""
     return {s.segment: s for d in descriptions for s in d.segments}
@@ -265,10 +290,13 @@ def _at_first_readable_offsets(
     looked at next.
     """
 
-    def first_readable(segment: str, info: SegmentInfo, offset: int) -> _Place:
-        if info.sealed and info.first_offset >= info.write_offset > 0:
-            return _Place(info.write_offset, None, finished=True)
-        return _Place(max(info.first_offset, offset), None)
+    def first_readable(at: Sequence[tuple[SegmentTail, int]]) -> list[_Place]:
+        return [
+            _Place(info.write_offset, None, finished=True)
+            if info.sealed and info.first_offset >= info.write_offset > 0
+            else _Place(max(info.first_offset, offset), None)
+            for info, offset in at
+        ]
 
     return _along_lineage(client, state, segments, first_readable).state
 
@@ -281,15 +309,29 @@ def _at_time(
 ) -> TimeState:
     """``state`` with each readable segment at its first event ingested at ``time_ms`` or later."""
 
-    def first_at_time(segment: str, info: SegmentInfo, offset: int) -> _Place:
-        planned = client.plan_read(segment, max(info.first_offset, offset), before_time=time_ms)
-        if planned.end_of_segment:
-            return _Place(planned.next_offset, None, finished=True)
-        # An event ingested at time_ms or later follows: no later one is at or before time - 1.
-        watermark = planned.watermark if planned.at_tail else max(planned.watermark, time_ms - 1)
-        return _Place(planned.next_offset, watermark)
+    def first_at_time(at: Sequence[tuple[SegmentTail, int]]) -> list[_Place]:
+        asked = [
+            PlanRequest(info.segment, max(info.first_offset, offset), before_time=time_ms)
+            for info, offset in at
+        ]
+        places = []
+        for start in range(0, len(asked), MAX_ITEMS_PER_CALL):
+            for planned in client.plan_reads(asked[start : start + MAX_ITEMS_PER_CALL]):
+                if isinstance(planned, TidemarkError):
+                    raise planned
+                places.append(_at(planned, time_ms))
+        return places
 
     return _along_lineage(client, state, segments, first_at_time)
+
+
+def _at(planned: PlannedRead, time_ms: int) -> _Place:
+    """Where a segment's first event ingested at ``time_ms`` or later is, as ``planned`` says."""
+    if planned.end_of_segment:
+        return _Place(planned.next_offset, None, finished=True)
+    # An event ingested at time_ms or later follows: no later one is at or before time - 1.
+    watermark = planned.watermark if planned.at_tail else max(planned.watermark, time_ms - 1)
+    return _Place(planned.next_offset, watermark)
 
 
 class _Place(NamedTuple):
@@ -304,13 +346,15 @@ def _along_lineage(
     client: StoreClient,
     state: GroupState,
     segments: Mapping[str, SegmentDescription],
-    place: Callable[[str, SegmentInfo, int], _Place],
+    place: Callable[[Sequence[tuple[SegmentTail, int]]], list[_Place]],
 ) -> TimeState:
     """``state`` with each readable segment where ``place`` puts it, successors in turn.
 
-    A segment ``place`` finishes brings in its successors (once all their
-    predecessors are finished), which are placed next. Returns the state
-    and the ends of the segments finished.
+    ``place`` places many segments at once (each given with its tail and
+    its cursor's offset). A segment it finishes brings in its successors
+    (once all their predecessors are finished), which are placed next.
+    Each round asks the store for the tails once (``DescribeTails``), not
+    once per segment. Returns the state and the ends of the segments finished.
     """
     segments = dict(segments)
     ends: dict[str, int] = {}
@@ -318,11 +362,12 @@ def _along_lineage(
     while todo := sorted(set(state.cursors) - looked_at):
         moved: dict[str, ReportedPosition] = {}
         ended: dict[str, list[Successor]] = {}
-        for segment in todo:
+        streams = [str(SegmentId.parse(segment).stream_id) for segment in todo]
+        tails = segment_tails(client, streams)
+        at = [(tails[segment], state.cursors[segment].offset) for segment in todo]
+        for segment, where in zip(todo, place(at), strict=True):
             looked_at.add(segment)
-            info = client.segment_info(segment)
             cursor = state.cursors[segment]
-            where = place(segment, info, cursor.offset)
             if where.finished:
                 if not segments[segment].sealed:  # sealed since described: its successors are new
                     stream = SegmentId.parse(segment).stream_id

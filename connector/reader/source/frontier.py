@@ -6,6 +6,15 @@ keyed state. A frontier is a :class:`~connector.groups.state.GroupState`
 for which predecessors, which segments are finished), the final offsets of
 the segments finished while planning, and the last event-time watermark.
 Between two frontiers lie whole events (:mod:`connector.reader.source.ranges`).
+
+A host hands its frontiers out in one of their forms (:meth:`Frontier.to_dict`,
+:meth:`Frontier.to_json`) and is given them back. Through a
+:class:`FrontierForms` it makes each form of a frontier once and reads a
+form it made (or read) lately as the same frontier object, comparing the
+form (in C, no object per segment) instead of reading it again: a planner
+that keeps what it derived from a frontier object then finds it again, and
+a host that plans again from the frontier it handed out last costs no look
+over the segments when nothing moved.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from connector.groups.percentile import NO_RUN, RunCounts
 from connector.groups.state import GroupState, least_event_time
 from connector.reader.source.timekeeping import rose
 
-__all__ = ["Frontier"]
+__all__ = ["Frontier", "FrontierForms"]
 
 
 @dataclass(frozen=True)
@@ -165,8 +174,91 @@ class Frontier:
 
 
 def _sorted(value: Any) -> Any:
+    """``value`` with the keys of its mappings sorted (the lists of a state hold no mapping)."""
     if isinstance(value, Mapping):
         return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
     return value
+
+
+#: The keys of :meth:`Frontier.to_dict`: what of a host's value is the frontier.
+_PARTS = ("ends", "state", "watermark")
+
+
+class FrontierForms:
+    """The forms of the last ``size`` frontiers a host made or read, each made or read once.
+
+    :meth:`as_dict` and :meth:`as_json` make a frontier object's form once;
+    :meth:`from_dict` and :meth:`from_json` answer a form equal to one
+    remembered with its frontier object, without reading it (a dict is
+    compared on the frontier's keys only: a host's value may hold more).
+    Any other form is read as :meth:`Frontier.from_dict` and
+    :meth:`Frontier.from_json` read it, older forms included. Not thread-safe.
+    """
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._known: list[_Forms] = []  # the last used last
+
+    def as_dict(self, frontier: Frontier) -> dict[str, Any]:
+        """``frontier.to_dict()``, made once per frontier object (do not change it)."""
+        forms = self._of(frontier)
+        if forms.data is None:
+            forms.data = frontier.to_dict()
+        return forms.data
+
+    def as_json(self, frontier: Frontier) -> str:
+        """``frontier.to_json()``, made once per frontier object."""
+        forms = self._of(frontier)
+        if forms.text is None:
+            forms.text = frontier.to_json()
+        return forms.text
+
+    def from_dict(self, data: Mapping[str, Any]) -> Frontier:
+        """``Frontier.from_dict(data)``: the remembered object when its dict has these parts.
+
+        Raises:
+            InvalidArgumentError: as :meth:`Frontier.from_dict`.
+        """
+        for forms in reversed(self._known):
+            known = forms.data
+            if known is not None and all(data.get(k, self) == known[k] for k in _PARTS):
+                return self._used(forms).frontier
+        frontier = Frontier.from_dict(data)
+        parts = {k: data[k] for k in _PARTS} if isinstance(data.get("state"), Mapping) else None
+        return self._add(_Forms(frontier, parts)).frontier
+
+    def from_json(self, text: str) -> Frontier:
+        """``Frontier.from_json(text)``: the remembered object for a text seen lately.
+
+        Raises:
+            InvalidArgumentError: as :meth:`Frontier.from_json`.
+        """
+        for forms in reversed(self._known):
+            if forms.text == text:
+                return self._used(forms).frontier
+        return self._add(_Forms(Frontier.from_json(text), text=text)).frontier
+
+    def _of(self, frontier: Frontier) -> _Forms:
+        for forms in self._known:
+            if forms.frontier is frontier:
+                return self._used(forms)
+        return self._add(_Forms(frontier))
+
+    def _used(self, forms: _Forms) -> _Forms:
+        self._known.remove(forms)
+        self._known.append(forms)
+        return forms
+
+    def _add(self, forms: _Forms) -> _Forms:
+        self._known.append(forms)
+        del self._known[: -self._size]
+        return forms
+
+
+@dataclass(eq=False)
+class _Forms:
+    """A frontier and the forms of it made or read (None: not yet)."""
+
+    frontier: Frontier
+    data: dict[str, Any] | None = None
+    text: str | None = None

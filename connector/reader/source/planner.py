@@ -9,7 +9,13 @@ keeps between calls is what never goes stale, the segments' descriptions
 (:attr:`SourcePlanner.tails`, a :class:`~connector.reader.tails.TailCache`),
 which each plan brings up to date with one call that answers only what
 changed: a plan over idle segments costs the store one small call, however
-many segments the streams have.
+many segments the streams have. Nor does it cost the host a look over the
+segments: a plan from the frontier the last plan started from, while no
+tail changed, is that plan again, and a plan that moves nothing returns the
+frontier it started from, the same object (:meth:`SourcePlanner.next`).
+From a frontier at every tail, the next plan looks only at the segments
+whose tails changed (:meth:`TailCache.changed_since`), unless one got
+events under a budget, sealed or came: then every segment is planned.
 
 Hosts call it once per batch: Spark's driver :meth:`~SourcePlanner.next` in
 ``latestOffset`` and :meth:`~SourcePlanner.tasks` in ``partitions``; Flink's
@@ -19,18 +25,24 @@ pieces the budget measured instead of asking the store again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
 from connector.client.connection import StoreClient
 from connector.groups.percentile import PERFECT, counts_between
-from connector.groups.state import GroupState, writers_event_time
-from connector.model import initial_watermark
+from connector.groups.state import GroupState, SegmentCursor, writers_event_time
+from connector.model import SegmentTail, initial_watermark
 from connector.reader.events import TimeDomain
 from connector.reader.lineage import KnownSegments, ancestors, describe_streams, lineage_lane
 from connector.reader.source.budget import advance_within
-from connector.reader.source.cuts import StreamCut, by_name, start_state, state_at_time
+from connector.reader.source.cuts import (
+    StreamCut,
+    by_name,
+    segment_tails,
+    start_state,
+    state_at_time,
+)
 from connector.reader.source.frontier import Frontier
 from connector.reader.source.limits import Budget
 from connector.reader.source.ranges import SegmentRange, chains_of, ranges_between, split_range
@@ -49,6 +61,37 @@ class Step(NamedTuple):
     tasks: tuple[ReadTask, ...]
 
 
+_Advance = tuple[Frontier, dict[str, tuple[SegmentRange, ...]]]
+
+
+class _Planned(NamedTuple):
+    """An advance, and whether its end is at every segment's tail (nothing left to read)."""
+
+    end: Frontier
+    pieces: dict[str, tuple[SegmentRange, ...]]
+    caught_up: bool
+
+
+def _same(key: tuple[object, ...], other: tuple[object, ...]) -> bool:
+    """Whether two memo keys match: numbers and budgets equal, frontiers the same object."""
+    return all(
+        a is b if isinstance(a, Frontier) else a == b for a, b in zip(key, other, strict=True)
+    )
+
+
+def _same_tail(previous: Frontier, before: Frontier, its_tail: Frontier) -> bool:
+    """Whether ``previous`` has the tail ``its_tail`` had, but for the watermark and new tails.
+
+    A tail depends on the frontier it is taken from only by its finished
+    segments and their ends (and its watermark, which is taken again): so
+    for ``its_tail`` itself, and for any frontier that finished what
+    ``before`` (the frontier ``its_tail`` was taken from) finished, with the same ends.
+    """
+    return previous is its_tail or (
+        previous.state.finished == before.state.finished and previous.ends == before.ends
+    )
+
+
 class SourcePlanner:
     """Plans a read of ``spec`` against the store behind ``client``; see the module docstring.
 
@@ -62,6 +105,9 @@ class SourcePlanner:
         self.spec = spec
         self.tails = TailCache(client, spec.stream_names)
         self._known = KnownSegments()
+        #: The last advance: (tails' generation, previous, budget) -> (end, pieces).
+        self._last: tuple[tuple[int, Frontier, Budget], _Planned] | None = None
+        self._last_tail: tuple[tuple[int, Frontier], Frontier] | None = None
 
     def start(self) -> Frontier:
         """Where the read starts: the spec's start cut.
@@ -83,7 +129,8 @@ class SourcePlanner:
         ``budget`` defaults to the spec's; without any limit the end is
         everything in the streams now. ``until`` (Spark's
         ``Trigger.AvailableNow``) is a frontier no end passes: an end that
-        would is clipped to it. The watermark never steps back.
+        would is clipped to it. The watermark never steps back. When nothing
+        moved the end is ``previous`` itself (``end is previous``).
         """
         end, _ = self._advance(previous, budget)
         return end if until is None else end.clipped_to(until, previous)
@@ -97,18 +144,71 @@ class SourcePlanner:
         end, pieces = self._advance(previous, budget)
         return Step(end, self._tasks(previous, end, pieces))
 
-    def _advance(
-        self, previous: Frontier, budget: Budget | None
-    ) -> tuple[Frontier, dict[str, tuple[SegmentRange, ...]]]:
+    def _advance(self, previous: Frontier, budget: Budget | None) -> _Advance:
+        """The end after ``previous`` within ``budget``, and the pieces that lead there.
+
+        The tails are described first (one call); while none changed, an
+        advance from the same ``previous`` object is the last one, and no
+        segment is looked at. An end equal to ``previous`` is ``previous``.
+        """
         budget = self.spec.budget if budget is None else budget
-        if budget.unlimited:
-            return self._at_percentile(previous, self.tail(previous)), {}
         self.tails.refresh()
-        step = self.spec.task_size
-        end, pieces = advance_within(
-            self.client, previous, budget, self.spec.time, step, self.tails
-        )
-        return self._at_percentile(previous, end), pieces
+        key = (self.tails.generation, previous, budget)
+        last = self._last
+        if last is not None and _same(last[0], key):
+            return last[1].end, last[1].pieces
+        if budget.unlimited:
+            end, pieces = self._at_percentile(previous, self.tail(previous, refresh=False)), {}
+        else:
+            after = None
+            if last is not None and last[1].caught_up and last[1].end is previous:
+                after = self._idle_after(previous, last[0][0])
+            if after is not None:
+                end, pieces = after, {}
+            else:
+                step = self.spec.task_size
+                end, pieces = advance_within(
+                    self.client, previous, budget, self.spec.time, step, self.tails
+                )
+            end = self._at_percentile(previous, end)
+        if not pieces and end == previous:
+            end = previous
+        self._last = (key, _Planned(end, pieces, self._caught_up(end)))
+        return end, pieces
+
+    def _caught_up(self, end: Frontier) -> bool:
+        """Whether every segment of ``end`` is readable at its tail as last described."""
+        state, tails = end.state, self.tails.described()
+        if state.waiting or state.end_cut is not None or state.bounded_to is not None:
+            return False
+        for segment, cursor in state.cursors.items():
+            tail = tails.get(segment)
+            if tail is None or tail.sealed or cursor.offset != tail.write_offset:
+                return False
+        return True
+
+    def _idle_after(self, previous: Frontier, generation: int) -> Frontier | None:
+        """The advance from ``previous``, caught up at ``generation``, when no event came since.
+
+        Each segment whose tail changed takes the tail's watermarks, as
+        :func:`advance_within` would make it (a plan at the tail), and the
+        others stay as they are. None when that is not known, or a tail
+        changed by more than its watermarks (an event, a seal, a new
+        segment): then :func:`advance_within` plans.
+        """
+        changed = self.tails.changed_since(generation)
+        if changed is None:
+            return None
+        tails, cursors = self.tails.described(), dict(previous.state.cursors)
+        for segment in changed:
+            tail, cursor = tails[segment], cursors.get(segment)
+            if cursor is None or tail.sealed or tail.write_offset != cursor.offset:
+                return None
+            event_time = writers_event_time(tail.event_time_watermark)
+            watermark = max(cursor.watermark, tail.watermark)
+            cursors[segment] = replace(cursor, watermark=watermark, event_time=event_time)
+        state = replace(previous.state, cursors=cursors)
+        return Frontier(state, previous.ends, self.spec.time.advanced(state, previous.watermark))
 
     def _at_percentile(self, previous: Frontier, end: Frontier) -> Frontier:
         """``end`` with the watermark at the spec's percentile (below 1), over the work after it.
@@ -143,9 +243,55 @@ class SourcePlanner:
         what changed); with ``refresh`` False they are those the last plan
         described (no call). A segment sealed by a scale comes with its
         successors, or the group watermark would skip them and pass their
-        events (:meth:`TailCache.refresh`).
+        events (:meth:`TailCache.refresh`). A tail equal to ``previous`` is
+        ``previous``; while no tail changed, the tail of the same ``previous``
+        object is the last one, with no look over the segments.
         """
         tails = self.tails.refresh() if refresh else self.tails.described()
+        key = (self.tails.generation, previous)
+        last = self._last_tail
+        if last is not None and _same(last[0], key):
+            return last[1]
+        planned = self._last
+        if planned is not None and planned[1].caught_up and planned[1].end is previous:
+            if planned[0][0] == self.tails.generation and self.spec.time.percentile == PERFECT:
+                return previous  # planned to every tail as described: its own tail
+        end = None
+        if last is not None and _same_tail(previous, last[0][1], last[1]):
+            end = self._tail_after(previous, last[1], last[0][0], tails)  # only what changed
+        if end is None:
+            end = self._tail(previous, tails)
+        if end == previous:
+            end = previous
+        self._last_tail = (key, end)
+        return end
+
+    def _tail_after(
+        self,
+        previous: Frontier,
+        known: Frontier,
+        generation: int,
+        tails: Mapping[str, SegmentTail],
+    ) -> Frontier | None:
+        """:meth:`_tail` of ``previous``: ``known``, its tail at ``generation``, and the changes.
+
+        None when that is not known, or a segment sealed or came since (then
+        :meth:`_tail` looks at every segment).
+        """
+        changed = self.tails.changed_since(generation)
+        if changed is None:
+            return None
+        cursors = dict(known.state.cursors)
+        for segment in changed:
+            tail = tails[segment]
+            if tail.sealed or segment not in cursors:
+                return None
+            event_time = writers_event_time(tail.event_time_watermark)
+            cursors[segment] = SegmentCursor(tail.write_offset, tail.watermark, None, event_time)
+        state = replace(known.state, cursors=cursors)
+        return Frontier(state, known.ends, self.spec.time.advanced(state, previous.watermark))
+
+    def _tail(self, previous: Frontier, tails: Mapping[str, SegmentTail]) -> Frontier:
         cursors: dict[str, tuple[int, int, int]] = {}
         finished = set(previous.state.finished)
         ends = dict(previous.ends)
@@ -190,7 +336,8 @@ class SourcePlanner:
         segments = by_name(describe_streams(self.client, self.spec.stream_names))
         offsets = cut.as_dict()
         before = ancestors(segments, offsets)
-        ends = {name: self.client.segment_info(name).write_offset for name in before}
+        tails = segment_tails(self.client, self.spec.stream_names) if before else {}
+        ends = {name: tails[name].write_offset for name in before}
         watermarks = {name: initial_watermark(segments[name].creation_time) for name in offsets}
         state = replace(GroupState.starting_at(offsets, watermarks), finished=frozenset(before))
         return Frontier(state, ends, self.spec.time.advanced(state, None))

@@ -51,16 +51,19 @@ def ranges_between(start: Frontier, end: Frontier) -> list[SegmentRange]:
     Ordered by stream, then segment number; segments finished at ``start``
     are left out, segments new since ``start`` are read from offset 0.
     """
+    if end is start:
+        return []
     ranges = []
     stops = {s: c.offset for s, c in end.state.cursors.items()}
     stops.update({s: o for s, o in end.ends.items() if s in end.state.finished})
-    for segment, stop in sorted(stops.items(), key=lambda item: segment_order(item[0])):
+    for segment, stop in stops.items():
         if segment in start.state.finished:
             continue
         cursor = start.state.cursors.get(segment)
         begin = cursor.offset if cursor is not None else 0
         if stop > begin:
             ranges.append(SegmentRange(segment, begin, stop))
+    ranges.sort(key=lambda r: segment_order(r.segment))  # only the segments that moved
     return ranges
 
 

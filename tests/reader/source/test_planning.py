@@ -9,6 +9,7 @@ reading them, and the watermark of idle segments under a budget.
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from connector.reader.events import TimeDomain
 from connector.reader.source import (
     Budget,
     Frontier,
+    FrontierForms,
     OptionNames,
     ReadSpec,
     SegmentRange,
@@ -174,6 +176,29 @@ def test_a_frontier_round_trips_through_dicts_and_json_and_reads_the_older_form(
     assert Frontier.from_dict(no_watermark).watermark is None
     with pytest.raises(InvalidArgumentError, match="invalid frontier"):
         Frontier.from_dict({"state": {}})
+
+
+def test_frontier_forms_read_a_form_they_made_as_the_same_frontier_and_others_anew(
+    store: tuple[Any, StoreClient], clock: ManualClock
+) -> None:
+    _, client = store
+    stream = new_stream_in(client, 2, scope="plan")
+    write(client, stream, clock, ["a", "b"], rounds=1)
+    frontier = advance_to_tail(client, stream, start_frontier(client, stream, "earliest", 5), 5)
+    forms = FrontierForms(size=2)
+    offset = {"figures": 1, **forms.as_dict(frontier)}  # a host's value may hold more
+    assert forms.as_dict(frontier) is forms.as_dict(frontier)  # made once
+    handed_back = json.loads(json.dumps(offset))
+    assert forms.from_dict(handed_back) is frontier
+    assert forms.from_json(forms.as_json(frontier)) is frontier
+    older = {"state": frontier.state.to_json(), "ends": "{}", "watermark": frontier.watermark}
+    read = forms.from_dict(older)  # not made here: read anew, as Frontier.from_dict reads it
+    assert read == frontier and read is not frontier
+    moved = {**handed_back, "watermark": frontier.watermark + 1}
+    assert forms.from_dict(moved).watermark == frontier.watermark + 1
+    assert forms.from_dict(json.loads(json.dumps(offset))) is not frontier  # forgotten: size 2
+    with pytest.raises(InvalidArgumentError, match="invalid frontier"):
+        forms.from_dict({"state": {}})
 
 
 def test_start_frontiers_at_earliest_latest_and_a_cut(
