@@ -142,7 +142,7 @@ def _nats(args: argparse.Namespace, out: _Out, stopping: threading.Event) -> Non
             while not stopping.is_set():
                 try:
                     messages = await subscription.fetch(256, timeout=WAIT_MS / 1000)
-                except (NatsTimeout, asyncio.TimeoutError):
+                except (TimeoutError, NatsTimeout):
                     # nats-py raises either when a wait ends with no message (its own
                     # while it waits for the first, asyncio's when the pull itself ends).
                     continue
