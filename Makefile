@@ -13,24 +13,28 @@ FLINK_PY := $(FLINK_VENV)/bin/python
 SPARK_STAMP := $(SPARK_VENV)/.installed
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
-# Which tests run where: everything under tests/ runs in both environments
-# except the other engine's folder (and the stub regeneration check, which
-# needs grpcio-tools 1.65.5 and so protobuf 5). New folders of engine-free
-# tests are picked up by both without a change here. The fault suite
-# (tests/faults: killed, fuzzed, paused and damaged stores) runs once, in the
-# Spark environment: it tests the store's processes and files, which are the
-# same code in both, and the store itself runs on the older grpcio and
-# protobuf in the Flink half's store, client and reader tests.
-# The JetStream store's own tests (tests/store/jetstream, the local cluster's
-# in tests/devtools, and the store, client and reader tests' runs on
-# JetStream) run once, in the Spark environment: its client, nats-py, is the
-# same in both; the Flink half runs the Flink adapter's tests on JetStream.
-# The documentation's tests (tests/docs: the site builds, the quickstart runs)
-# need the doc tools and PySpark, so they run in the Spark environment only.
+# Which tests run where: the engine-free tests of the store, its server, CLI,
+# operations, security, reader groups and stages (tests/store, tests/server,
+# tests/cli, tests/ops, tests/security, tests/groups, tests/stages), the fault
+# suite (tests/faults), the local cluster's (tests/devtools) and the docs'
+# (tests/docs, which need the doc tools) run once, in the Spark environment:
+# they test the same code in both. The Flink half runs the Flink adapter's
+# tests (each starts the store in the Flink environment, on its older grpcio
+# and protobuf), the client's and the reader core's (the code the Flink
+# adapter's workers run, on those versions), the stub regeneration check
+# (grpcio-tools 1.65.5 needs protobuf 5), the benchmarks' and examples' tests
+# and the top-level ones. New folders run in both unless listed here.
 SPARK_TESTS := --ignore=tests/flink --ignore=tests/test_proto_stubs.py
-FLINK_TESTS := --ignore=tests/spark --ignore=tests/store/jetstream --ignore=tests/devtools \
-	--ignore=tests/faults --ignore=tests/docs
+FLINK_TESTS := --ignore=tests/spark --ignore=tests/store --ignore=tests/server \
+	--ignore=tests/cli --ignore=tests/ops --ignore=tests/security --ignore=tests/groups \
+	--ignore=tests/stages --ignore=tests/devtools --ignore=tests/faults --ignore=tests/docs
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
+# Each half runs its test files on two pytest-xdist workers (a file's tests stay
+# on one worker, so its module fixtures are made once): most of a test's time
+# is waiting on servers, engines and bounded polls, not the CPU. PYTEST_WORKERS=0
+# runs them in this process (for a debugger or -x).
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 PYTEST_ARGS ?=
 
 # A local 3-node NATS JetStream cluster on loopback for `--storage jetstream`
@@ -68,10 +72,10 @@ demo-flink: $(FLINK_STAMP) java
 test: test-spark test-flink
 
 test-spark: $(SPARK_STAMP) java
-	$(SPARK_PY) -m pytest $(SPARK_TESTS) $(PYTEST_ARGS)
+	$(SPARK_PY) -m pytest $(PYTEST_PARALLEL) $(SPARK_TESTS) $(PYTEST_ARGS)
 
 test-flink: $(FLINK_STAMP) java
-	$(FLINK_ENV) $(FLINK_PY) -m pytest $(FLINK_TESTS) $(PYTEST_ARGS)
+	$(FLINK_ENV) $(FLINK_PY) -m pytest $(PYTEST_PARALLEL) $(FLINK_TESTS) $(PYTEST_ARGS)
 
 lint: $(SPARK_STAMP)
 	$(SPARK_PY) -m ruff check .
