@@ -1,4 +1,4 @@
-"""``with_watermark_percentile`` in a PyFlink job: a straggler writer in the event-time domain.
+"""``with_watermark_percentile`` in a PyFlink job: a straggler writer and a straggler segment.
 
 Ten writers assert on one stream; one, the straggler, asserts a minute
 behind the others. An ordering function keyed by writer stands for the
@@ -7,8 +7,12 @@ them, and sends late ones to the late side output. At 0.9 the watermark
 follows the nine: their events come out while the straggler lags, and the
 straggler's next event, though it keeps its promise, comes out late
 (reported, never dropped). At 1 the watermark waits for the straggler and
-nothing is late. A real store server (synthetic clock) and a real PyFlink
-mini-cluster.
+nothing is late. In the ingestion-time domain a straggler segment (one of
+ten holds 20 events a minute older than the others' 180), read 10 events an
+epoch, the oldest first: at 0.9 the watermark passes the straggler's rest
+once its first epoch is read, so the rest comes out late, no more of it
+than 1 - p of the events; at 1 nothing is late. A real store server
+(synthetic clock) and a real PyFlink mini-cluster.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ def _job(env: Any, uri: str, stream: str, percentile: float) -> Any:
     return on_time.union(late)
 
 
+def _of(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The rows of the events whose ``n`` is ``n``, on time or late."""
+    return [r for r in rows if json.loads(r["event"])["n"] == n]
+
+
 def _out(rows: list[dict[str, Any]], kind: str) -> list[tuple[str, int]]:
     events = [json.loads(r["event"]) for r in rows if r["kind"] == kind]
     return sorted((e["w"], e["t"]) for e in events)
@@ -95,4 +104,57 @@ def test_a_straggler_writers_event_comes_out_late_below_percentile_one(
     assert late == ([("w0", T + 1_500)] if percentile < 1 else [])
     others = [e for e in _out(output.rows, "on time") if e[0] != "w0"]
     assert others == [(name, T + 59_000) for name in OTHERS]
+    client.close()
+
+
+@pytest.mark.parametrize("percentile", [0.9, 1.0])
+def test_a_straggler_segments_rest_comes_out_late_below_percentile_one(
+    start_store, clock, percentile: float
+) -> None:
+    server = start_store(max_watermark_lag_ms=0)
+    client = StoreClient(server.uri)
+    StreamManager(client).create_scope("q")
+    client.create_stream("q", "s", 10)
+    client.append("q/s/0", "straggler", 0, [b'{"n": 0}'] * 20)
+    clock.advance(60_000)
+    server.store.advance_idle_segments()
+    for number in range(1, 10):
+        client.append(f"q/s/{number}", "others", 0, [b'{"n": 1}'] * 20)
+    reader = (
+        FlinkTidemarkReader.builder()
+        .with_store(server.uri)
+        .for_stream("q/s", start="earliest")
+        .with_deserialization_schema("json")
+        .with_time_domain(TimeDomain.INGESTION_TIME)
+        .with_watermark_percentile(percentile)
+        .with_epoch_budget(10, None)
+        .with_parallelism(1)
+        .build()
+    )
+    env = environment()
+    env.set_parallelism(1)
+    ordered = (
+        reader.create_stream(env)
+        .key_by(lambda row: "all", key_type=Types.STRING())
+        .process(
+            EventTimeOrderingFunction(late=reader.late_events()), output_type=reader.output_type()
+        )
+    )
+    on_time = ordered.map(lambda r: json.dumps({"kind": "on time", "event": r[1]}), Types.STRING())
+    late = ordered.get_side_output(reader.late_events()).map(
+        lambda r: json.dumps({"kind": "late", "event": r[1]}), Types.STRING()
+    )
+    with on_time.union(late).execute_and_collect() as results:
+        output = Collected(results)
+        output.wait_for(lambda rows: len(_of(rows, 0)) == 20, "the straggler's events")
+        clock.advance(1_000)  # the others' events come out once the watermark passes them
+        server.store.advance_idle_segments()
+        output.wait_for(lambda rows: len(rows) == 200, "every event, on time or late")
+    came_late = [json.loads(r["event"])["n"] for r in output.rows if r["kind"] == "late"]
+    assert len(_of(output.rows, 1)) == 180
+    if percentile < 1:
+        assert came_late and set(came_late) == {0}  # only the straggler's, and some of it
+        assert len(came_late) <= 20  # (1 - p) of the 200 events
+    else:
+        assert came_late == []
     client.close()

@@ -1,9 +1,17 @@
 """``watermarkPercentile`` in a Spark query, on a real store server and a synthetic clock.
 
-Ten writers on one stream, one of which asserts a minute behind the others:
-at 0.9 the query's watermark follows the nine, so the straggler's next
-event comes out late (flagged in the ``late`` column, never dropped); at 1
-the watermark waits for it and nothing is late. The query's progress counts
+A straggler segment (ingestion time): one segment of ten holds 20 events a
+minute older than the others' 180, read 10 events a micro-batch (the oldest
+first). At 0.9 the watermark passes the straggler's rest once its first
+batch is read, so the rest comes out late, counted, never dropped, and no
+more of it than 1 - p of the events; at 1 the watermark waits and nothing
+is late.
+
+A straggler writer (event time): ten writers on one stream, one of which
+asserts a minute behind the others: at 0.9 the query's watermark follows
+the nine, so the straggler's next event comes out late (flagged in the
+``late`` column, never dropped); at 1 the watermark waits for it and
+nothing is late. The query's progress counts
 what it read late (``observe_late``), the figure to check against ``1 - p``.
 """
 
@@ -69,6 +77,49 @@ def test_a_straggler_writer_is_late_below_percentile_one(
     observed = [o for o in progress if o is not None]
     assert sum(o["events"] for o in observed) == 12
     assert sum(o["late_events"] for o in observed) == len(late)
+
+
+@pytest.mark.parametrize("percentile", ["0.9", "1"])
+def test_a_straggler_segment_is_late_below_percentile_one(
+    spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path, percentile: str
+) -> None:
+    stream = synthetic_store.create_stream(10)
+    segments = [f"{stream}/{n}" for n in range(10)]
+    synthetic_store.client.append(segments[0], "straggler", 0, [b'{"n": 0}'] * 20)
+    synthetic_store.advance(60_000)
+    for segment in segments[1:]:
+        synthetic_store.client.append(segment, "others", 0, [b'{"n": 1}'] * 20)
+    log = BatchLog()
+    read = (
+        spark.readStream.format("tidemark")
+        .option("uri", synthetic_store.uri)
+        .option("stream", stream)
+        .option("timeDomain", "IngestionTime")
+        .option("deserializer", "json")
+        .option("maxEventsPerTrigger", "10")
+        .option("watermarkPercentile", percentile)
+        .load()
+    )
+    query = (
+        spark_adapter.observe_late(read)
+        .writeStream.foreachBatch(log)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        settle(query)
+    finally:
+        query.stop()
+    events = [r for r in log.rows() if r["kind"] == "event"]
+    assert len(events) == 200
+    late = [json.loads(r["event"])["n"] for r in events if r["late"]]
+    if percentile == "1":
+        assert late == []
+    else:
+        assert late and set(late) == {0}  # only the straggler's, and some of it
+        assert len(late) <= 20  # (1 - p) of the 200 events
+    progress = [p.observedMetrics.get("tidemark_late") for p in query.recentProgress]
+    assert sum(o["late_events"] for o in progress if o is not None) == len(late)
 
 
 @pytest.mark.parametrize("bad", ["0", "1.5", "most"])
