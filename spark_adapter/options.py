@@ -71,6 +71,7 @@ _SOURCE_OPTIONS = (
     "readerGroup",
     "stallLogAfter",
     "minPartitions",
+    "idleWait",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
@@ -430,6 +431,34 @@ def stall_log_after_ms(options: Mapping[str, str]) -> int:
     found = _lookup(options, _SOURCE_OPTIONS)
     text = found.get("stallLogAfter")
     return DEFAULT_STALL_LOG_AFTER_MS if text is None else parse_interval_ms(text, "stallLogAfter")
+
+
+#: How long a trigger after one that found nothing waits for a change (``idleWait``).
+DEFAULT_IDLE_WAIT_MS = 250
+
+
+def idle_wait_ms(options: Mapping[str, str]) -> int:
+    """``idleWait`` (an interval; default 250 ms, at most 30 s, 0: never wait) in ms.
+
+    A trigger that follows one which found nothing new waits on the store
+    for a change, at most this long, instead of answering at once: so an
+    idle query asks the store a few times a second rather than every 10 ms
+    (Spark's polling delay), and a change still ends the wait at once (as
+    Kafka's ``fetch.max.wait.ms`` does for a fetch). ``Trigger.AvailableNow``
+    never waits.
+
+    Raises:
+        InvalidArgumentError: not an interval, or over 30 s, naming the option.
+    """
+    found = _lookup(options, _SOURCE_OPTIONS)
+    text = found.get("idleWait")
+    if text is None:
+        return DEFAULT_IDLE_WAIT_MS
+    wait = parse_interval_ms(text, "idleWait")
+    if wait > 30_000:
+        msg = f"option 'idleWait' is {text!r}: at most 30 seconds (the longest a call waits)"
+        raise InvalidArgumentError(msg)
+    return wait
 
 
 def min_partitions(options: Mapping[str, str]) -> int:

@@ -65,6 +65,7 @@ from connector.reader.source import (
 from connector.reader.source.tasks import spread
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.admission import budget_of, default_read_limit
+from spark_adapter.options import DEFAULT_IDLE_WAIT_MS
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
 __all__ = ["TidemarkBatchReader", "TidemarkPartition", "TidemarkStreamReader", "arrow_batches"]
@@ -177,9 +178,12 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         reader_group: tuple[str, str] | None = None,
         stall_log_after_ms: int = DEFAULT_STALL_LOG_AFTER_MS,
         min_partitions: int = 1,
+        idle_wait_ms: int = DEFAULT_IDLE_WAIT_MS,
     ):
         super().__init__(spec, schema, min_partitions)
         self._reader_group = reader_group
+        self._idle_wait_ms = idle_wait_ms
+        self._idle = False  # the last latestOffset found nothing new
         self._start: Frontier | None = None
         self._target: Frontier | None = None
         self._last_end: Frontier | None = None
@@ -195,6 +199,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.update(_start=None, _target=None, _last_end=None, _published=None, _described=False)
+        state.update(_idle=False)
         state.update(_forms=FrontierForms(), _lag_by_stream=None)
         return state
 
@@ -258,13 +263,18 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         ``Trigger.AvailableNow`` no end passes the target; a batch that would
         is planned to the target instead (so the last batch of such a run may
         hold more than the limit: what the limit left before the target).
+        After a call that found nothing new, the store is asked to wait for
+        a change, at most ``idleWait`` (not under ``Trigger.AvailableNow``).
         """
         begin = self._forms.from_dict(start)
         self._publish(begin)
-        end = self._plans.next(begin, budget_of(limit, self._spec), until=self._target)
+        wait_ms = self._idle_wait_ms if self._idle and self._target is None else 0
+        budget = budget_of(limit, self._spec)
+        end = self._plans.next(begin, budget, until=self._target, wait_ms=wait_ms)
         self._last_end = end
         self._described = True
-        return start if end is begin or end == begin else self._offset(end)
+        self._idle = end is begin or end == begin
+        return start if self._idle else self._offset(end)
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).

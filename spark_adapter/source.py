@@ -31,6 +31,7 @@ from spark_adapter.options import (
     SinkOptions,
     for_batch,
     for_stream,
+    idle_wait_ms,
     min_partitions,
     read_spec,
     reader_group,
@@ -91,6 +92,7 @@ class TidemarkDataSource(DataSource):
             reader_group(self.options),
             stall_log_after_ms(self.options),
             min_partitions(self.options),
+            idle_wait_ms(self.options),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

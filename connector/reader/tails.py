@@ -67,8 +67,13 @@ class TailCache:
         versions = {s: (k.incarnation, k.version) for s, k in self._known.items()}
         return f"TailCache({self._streams!r}, known={versions!r})"
 
-    def refresh(self) -> Mapping[str, SegmentTail]:
+    def refresh(self, wait_ms: int = 0) -> Mapping[str, SegmentTail]:
         """The tails now: one ``DescribeTails`` call, answering only what changed since the last.
+
+        With ``wait_ms``, a call that finds nothing changed waits on the
+        server (no thread, no polling) until a tail changes, at most
+        ``wait_ms``: a caller that found nothing last time asks less often
+        and still learns of a change at once.
 
         A segment sealed by a scale is listed with its successors: a
         description that caught the seal before their creation is asked
@@ -79,8 +84,9 @@ class TailCache:
             StoreUnavailableError: the successors of a sealed segment never
                 showed in the descriptions.
         """
-        for _ in range(_SCALE_ROUNDS):
-            if self._describe():  # nothing changed: nothing more is missing (no look over all)
+        for round_ in range(_SCALE_ROUNDS):
+            # nothing changed: nothing more is missing (no look over all)
+            if self._describe(wait_ms if round_ == 0 else 0):
                 self._missing = self._unknown_successors()
             if not self._missing:
                 return self.described()
@@ -145,12 +151,13 @@ class TailCache:
             self._lag = (self._generation, state, lag)
         return lag
 
-    def _describe(self) -> bool:
+    def _describe(self, wait_ms: int = 0) -> bool:
         """Brings the tails up to date with one call; returns whether any changed."""
         asked = [self._known.get(s, s) for s in self._streams]
         changed = False
         names: set[str] | None = set()
-        for stream, answer in zip(self._streams, self._client.describe_tails(asked), strict=True):
+        answers = self._client.describe_tails(asked, wait_ms=wait_ms)
+        for stream, answer in zip(self._streams, answers, strict=True):
             if isinstance(answer, TidemarkError):
                 raise answer
             self._known[stream] = replace(answer, segments=())

@@ -186,7 +186,7 @@ class _ScriptedTails:
         self.answers = list(answers)
         self.asked: list[object] = []
 
-    def describe_tails(self, streams: list[object]) -> list[StreamTails]:
+    def describe_tails(self, streams: list[object], wait_ms: int = 0) -> list[StreamTails]:
         self.asked.append(streams[0])
         return [self.answers.pop(0)]
 

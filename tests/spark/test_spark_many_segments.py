@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 from connector.client import StoreClient
 from connector.clock import ManualClock
 from connector.server import StoreServer
-from spark_adapter.options import for_stream, read_spec
+from spark_adapter.options import for_stream, idle_wait_ms, read_spec
 from spark_adapter.reading import TidemarkStreamReader
 from spark_adapter.schema import tidemark_schema
 from tests.conftest import WIDE, wait_until
@@ -139,3 +140,42 @@ def test_a_trigger_touches_only_the_segments_that_moved(
             assert cursors.since() <= WIDE, limit  # every segment moved: each once
         finally:
             reader.stop()
+
+
+def test_a_trigger_after_an_idle_one_waits_on_the_store_until_a_change(
+    wide: tuple[StoreServer, StoreClient, str],
+) -> None:
+    """``idleWait``: the second idle ``latestOffset`` in a row waits on the store.
+
+    One ``DescribeTails`` parks on the server (so Spark's 10 ms polling asks
+    the store a few times a second), and an event ends the wait with the
+    offset that holds it.
+    """
+    server, client, stream = wide
+    options = {"uri": server.uri, "stream": stream, "timeDomain": "IngestionTime"}
+    options["idleWait"] = "30 seconds"  # far longer than the test: only the event ends it
+    spec = for_stream(read_spec(options))
+    reader = TidemarkStreamReader(
+        spec, tidemark_schema(spec.deserializer), idle_wait_ms=idle_wait_ms(options)
+    )
+    try:
+        limit = reader.getDefaultReadLimit()
+        start = reader.latestOffset(reader.initialOffset(), limit)
+        assert reader.latestOffset(start, limit) == start  # nothing new: the next one waits
+        counted = CallCounter(server)
+        answer: list[dict[str, Any]] = []
+        waiting = threading.Thread(target=lambda: answer.append(reader.latestOffset(start, limit)))
+        waiting.start()
+        parked = server.metrics.registry.get_sample_value
+        wait_until(
+            lambda: parked("tidemark_parked_calls", {"method": "DescribeTails"}) == 1,
+            what="the trigger's DescribeTails parked on the server",
+        )
+        assert answer == []
+        client.append(f"{stream}/7", "w", 0, [b"late riser"])
+        waiting.join(timeout=10)
+        assert not waiting.is_alive(), "the event ended the wait"
+        assert answer[0] != start
+        assert counted.since()["DescribeTails"] == 1
+    finally:
+        reader.stop()

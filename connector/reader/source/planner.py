@@ -122,7 +122,11 @@ class SourcePlanner:
         return Frontier(state, {}, self.spec.time.advanced(state, None))
 
     def next(
-        self, previous: Frontier, budget: Budget | None = None, until: Frontier | None = None
+        self,
+        previous: Frontier,
+        budget: Budget | None = None,
+        until: Frontier | None = None,
+        wait_ms: int = 0,
     ) -> Frontier:
         """The end of the batch after ``previous``: the tail now, or within ``budget``.
 
@@ -130,9 +134,11 @@ class SourcePlanner:
         everything in the streams now. ``until`` (Spark's
         ``Trigger.AvailableNow``) is a frontier no end passes: an end that
         would is clipped to it. The watermark never steps back. When nothing
-        moved the end is ``previous`` itself (``end is previous``).
+        moved the end is ``previous`` itself (``end is previous``). With
+        ``wait_ms``, a description that finds no tail changed waits for one,
+        at most ``wait_ms`` (:meth:`TailCache.refresh`).
         """
-        end, _ = self._advance(previous, budget)
+        end, _ = self._advance(previous, budget, wait_ms)
         return end if until is None else end.clipped_to(until, previous)
 
     def step(self, previous: Frontier, budget: Budget | None = None) -> Step:
@@ -144,7 +150,7 @@ class SourcePlanner:
         end, pieces = self._advance(previous, budget)
         return Step(end, self._tasks(previous, end, pieces))
 
-    def _advance(self, previous: Frontier, budget: Budget | None) -> _Advance:
+    def _advance(self, previous: Frontier, budget: Budget | None, wait_ms: int = 0) -> _Advance:
         """The end after ``previous`` within ``budget``, and the pieces that lead there.
 
         The tails are described first (one call); while none changed, an
@@ -152,7 +158,7 @@ class SourcePlanner:
         segment is looked at. An end equal to ``previous`` is ``previous``.
         """
         budget = self.spec.budget if budget is None else budget
-        self.tails.refresh()
+        self.tails.refresh(wait_ms)
         key = (self.tails.generation, previous, budget)
         last = self._last
         if last is not None and _same(last[0], key):
