@@ -30,14 +30,15 @@ from .conftest import BatchLog, SyntheticStore, settle
 pytestmark = pytest.mark.slow
 
 
-def _read(spark: Any, store: SyntheticStore, stream: str, percentile: str) -> Any:
+#: The read options of the straggler writer's test: event time from each event's ``t``.
+EVENT_TIME = {"timeDomain": "EventTime", "timestampField": "t"}
+
+
+def _read(spark: Any, store: SyntheticStore, stream: str, percentile: str, **options: str) -> Any:
+    """``stream``'s JSON events at ``percentile``, with ``options`` (the time domain's)."""
     return (
         spark.readStream.format("tidemark")
-        .option("uri", store.uri)
-        .option("stream", stream)
-        .option("timeDomain", "EventTime")
-        .option("timestampField", "t")
-        .option("deserializer", "json")
+        .options(uri=store.uri, stream=stream, deserializer="json", **options)
         .option("watermarkPercentile", percentile)
         .load()
     )
@@ -55,7 +56,7 @@ def test_a_straggler_writer_is_late_below_percentile_one(
         writer.note_time(1_000 if i == 0 else 60_000)
     log = BatchLog()
     query = (
-        spark_adapter.observe_late(_read(spark, synthetic_store, stream, percentile))
+        spark_adapter.observe_late(_read(spark, synthetic_store, stream, percentile, **EVENT_TIME))
         .writeStream.foreachBatch(log)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .start()
@@ -90,15 +91,13 @@ def test_a_straggler_segment_is_late_below_percentile_one(
     for segment in segments[1:]:
         synthetic_store.client.append(segment, "others", 0, [b'{"n": 1}'] * 20)
     log = BatchLog()
-    read = (
-        spark.readStream.format("tidemark")
-        .option("uri", synthetic_store.uri)
-        .option("stream", stream)
-        .option("timeDomain", "IngestionTime")
-        .option("deserializer", "json")
-        .option("maxEventsPerTrigger", "10")
-        .option("watermarkPercentile", percentile)
-        .load()
+    read = _read(
+        spark,
+        synthetic_store,
+        stream,
+        percentile,
+        timeDomain="IngestionTime",
+        maxEventsPerTrigger="10",
     )
     query = (
         spark_adapter.observe_late(read)
@@ -128,5 +127,5 @@ def test_a_bad_percentile_is_refused_naming_the_option(
 ) -> None:
     stream = synthetic_store.create_stream(1)
     with pytest.raises(Exception, match="watermarkPercentile") as refused:
-        _read(spark, synthetic_store, stream, bad).schema  # noqa: B018 - resolves the options
+        _read(spark, synthetic_store, stream, bad, **EVENT_TIME).schema  # noqa: B018 - resolves the options
     assert repr(bad) in str(refused.value) or repr(float(bad)) in str(refused.value)
