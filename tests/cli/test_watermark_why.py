@@ -23,6 +23,8 @@ from connector.reader.group import ReaderGroup, ReaderGroupManager
 from connector.server import StoreServer
 from tests.conftest import CLOCK_START_MS
 
+pytestmark = pytest.mark.storages("file", "jetstream")
+
 LEASE_MS = 600_000
 
 
