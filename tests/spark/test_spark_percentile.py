@@ -25,7 +25,7 @@ import pytest
 
 import spark_adapter
 
-from .conftest import BatchLog, SyntheticStore, settle
+from .conftest import BatchLog, SyntheticStore, read_to_end, settle
 
 pytestmark = pytest.mark.slow
 
@@ -99,16 +99,7 @@ def test_a_straggler_segment_is_late_below_percentile_one(
         timeDomain="IngestionTime",
         maxEventsPerTrigger="10",
     )
-    query = (
-        spark_adapter.observe_late(read)
-        .writeStream.foreachBatch(log)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
-    try:
-        settle(query)
-    finally:
-        query.stop()
+    query = read_to_end(spark_adapter.observe_late(read), log, tmp_path / "checkpoint")
     events = [r for r in log.rows() if r["kind"] == "event"]
     assert len(events) == 200
     late = [json.loads(r["event"])["n"] for r in events if r["late"]]
