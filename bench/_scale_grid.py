@@ -21,6 +21,7 @@ import shutil
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -417,12 +418,15 @@ def writes_to_store(store: Store, load: str) -> Iterator[Ticker | None]:
         return
     batch = round(WRITE_EVENTS_PER_S * WRITE_EVERY_S)
     targets = store.written_segments()
+    # Writers of their own: parts share a store, and a writer's numbers starting again at 0
+    # would make every append a repeat the store acknowledges without storing it.
+    writers = [f"scale-{uuid.uuid4().hex[:12]}-w{n}" for n in range(len(targets))]
     events = [b"w" * 100] * batch
     with StoreClient(store.uri, call_timeout_s=60) as client:
 
         def tick(number: int) -> None:
-            for n, segment in enumerate(targets):
-                client.append(segment, f"scale-w{n}", number * batch, events)
+            for writer, segment in zip(writers, targets, strict=True):
+                client.append(segment, writer, number * batch, events)
 
         ticker = Ticker(tick, batch * len(targets)).start()
         try:
