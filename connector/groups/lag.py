@@ -17,7 +17,7 @@ metrics report a reader group's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from connector.errors import TidemarkError, TruncatedError
@@ -37,8 +37,6 @@ __all__ = [
     "lag_plans",
     "one_by_one",
     "processing_time_of",
-    "recount_plans",
-    "recounted",
     "state_lag",
 ]
 
@@ -213,44 +211,6 @@ def state_lag(
     again = plan_many([u.request(offsets[u.segment]) for u in truncated]) if truncated else []
     answers.update(zip((u.segment for u in truncated), again, strict=True))
     return GroupLag(tuple(_segment_lag(u, answers.get(u.segment), offsets) for u in unfinished))
-
-
-def recounted(
-    lag: GroupLag,
-    state: GroupState,
-    segments: Collection[str],
-    plan: Planner | None = None,
-    *,
-    plan_many: ManyPlanner | None = None,
-) -> GroupLag:
-    """``lag`` with ``segments`` counted again at ``state``, the other segments' figures kept.
-
-    ``lag`` is the lag of a state with the same unfinished segments as
-    ``state`` (nobody holding them), in which every segment not in
-    ``segments`` has the same cursor and the same tail: so a host that
-    knows which segments moved counts only those, the same figures
-    :func:`state_lag` would count for all (planned as it plans them).
-    """
-    if not segments:
-        return lag
-    figures = list(lag.segments)
-    place = {segment_lag.segment: n for n, segment_lag in enumerate(figures)}
-    for segment_lag in state_lag(_part(state, segments), plan, plan_many=plan_many).segments:
-        figures[place[segment_lag.segment]] = segment_lag
-    return GroupLag(tuple(figures))
-
-
-def recount_plans(state: GroupState, segments: Collection[str]) -> list[PlanRequest]:
-    """The plans :func:`recounted` asks for of ``segments`` at ``state`` (as :func:`lag_plans`)."""
-    return lag_plans(_part(state, segments))
-
-
-def _part(state: GroupState, segments: Collection[str]) -> GroupState:
-    """``state``'s unfinished ``segments`` alone."""
-    return GroupState(
-        cursors={s: state.cursors[s] for s in segments if s in state.cursors},
-        waiting={s: state.waiting[s] for s in segments if s in state.waiting},
-    )
 
 
 def lag_plans(state: GroupState) -> list[PlanRequest]:

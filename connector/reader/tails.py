@@ -29,7 +29,7 @@ from types import MappingProxyType
 from connector._wire import MAX_ITEMS_PER_CALL
 from connector.client.connection import StoreClient
 from connector.errors import StoreUnavailableError, TidemarkError
-from connector.groups.lag import GroupLag, lag_plans, recount_plans, recounted, state_lag
+from connector.groups.lag import GroupLag, lag_plans, state_lag
 from connector.groups.state import GroupState
 from connector.model import PlannedRead, PlanRequest, SegmentTail, StreamTails
 from connector.names import SegmentId
@@ -139,46 +139,17 @@ class TailCache:
         The segments behind their tails are counted by the store in one
         call; the others are caught up, with no call. Asked again for the
         same ``state`` object while no tail changed, it answers the lag it
-        counted then, with no call and no look over the segments; for a
-        state that follows the last one counted (the same segments), it
-        counts again only the segments whose cursor (a new object) or tail
-        changed since (:func:`~connector.groups.lag.recounted`).
+        counted then, with no call and no look over the segments.
         """
         last = self._lag
         if assignments is None and last is not None:
             generation, counted, lag = last
             if generation == self._generation and counted is state:
                 return lag
-            moved = self._moved_since(generation, counted, state)
-            if moved is not None:
-                lag = recounted(lag, state, moved, self.plans(recount_plans(state, moved)))
-                self._lag = (self._generation, state, lag)
-                return lag
         lag = state_lag(state, self.plans(lag_plans(state)), assignments)
         if assignments is None:
             self._lag = (self._generation, state, lag)
         return lag
-
-    def _moved_since(
-        self, generation: int, counted: GroupState, state: GroupState
-    ) -> set[str] | None:
-        """The segments whose lag may differ between ``counted`` at ``generation`` and ``state``.
-
-        Those whose cursor in ``state`` is not the object it was in
-        ``counted``, and those whose tail changed since ``generation``.
-        None when that is not known, or the unfinished segments differ.
-        """
-        changed = self.changed_since(generation)
-        if (
-            changed is None
-            or state.waiting != counted.waiting
-            or state.cursors.keys() != counted.cursors.keys()
-        ):
-            return None
-        before = counted.cursors
-        moved = {s for s, cursor in state.cursors.items() if before[s] is not cursor}
-        moved.update(s for s in changed if s in state.cursors or s in state.waiting)
-        return moved
 
     def _describe(self, wait_ms: int = 0) -> bool:
         """Brings the tails up to date with one call; returns whether any changed."""

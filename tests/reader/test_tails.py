@@ -13,13 +13,11 @@ unit test, on scripted descriptions, shows how the cache merges them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
 from connector.client import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.clock import ManualClock
-from connector.groups import lag as lag_module
 from connector.groups.lag import state_lag
 from connector.model import SegmentTail, StreamTails
 from connector.names import StreamId
@@ -104,47 +102,6 @@ def test_plans_over_1024_idle_segments_cost_one_small_call_and_a_change_what_it_
         c.watermark > moved.state.cursors[s].watermark for s, c in risen.state.cursors.items()
     )
     assert risen.rose_above(moved)
-
-
-def test_a_lag_counted_again_counts_only_the_segments_that_moved_and_the_same_figures(
-    store: tuple[StoreServer, StoreClient], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Counted in segments' figures made: one per segment moved, not one per segment.
-
-    And the figures are those a count over every segment gives.
-    """
-    server, client = store
-    stream = new_stream_in(client, WIDE)
-    planner = planner_of(client, stream)
-    frontier = planner.next(planner.start())
-    made = [0]
-    figures = lag_module._segment_lag  # noqa: SLF001
-
-    def counted(*args: Any) -> Any:
-        made[0] += 1
-        return figures(*args)
-
-    monkeypatch.setattr(lag_module, "_segment_lag", counted)
-    assert planner.tails.lag(frontier.state).events == 0
-    assert made[0] == WIDE  # the first count: every segment
-
-    client.append(f"{stream}/700", "w", 0, [b'{"n": 1}'])
-    planner.tails.refresh()
-    made[0] = 0
-    assert planner.tails.lag(frontier.state).events == 1  # a tail moved
-    assert made[0] == 1
-    moved = planner.next(frontier, Budget(max_events=10))
-    made[0] = 0
-    lag = planner.tails.lag(moved.state)  # a cursor moved
-    assert made[0] == 1
-    assert lag == state_lag(moved.state, plan_many=client.plan_reads)
-
-    tick(server, clock)
-    risen = planner.next(moved, Budget(max_events=10))
-    made[0] = 0
-    lag = planner.tails.lag(risen.state)  # every segment moved: each once
-    assert made[0] == WIDE
-    assert lag == state_lag(risen.state, plan_many=client.plan_reads)
 
 
 def test_a_plan_from_a_segments_tail_is_the_stores_own_plan_there(
