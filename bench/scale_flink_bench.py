@@ -14,12 +14,19 @@ Once its readers have taken a first epoch, ``--settle`` s, then over
 workers) and the epochs: each epoch ends with a record the coordinator
 sends every reader subtask, so on an idle stream the readers' records in
 per subtask are the epochs, and an epoch's period (planning and the 50 ms
-interval after it) is the window over them. Then, over another ``--window``
-s, every 250 ms, the store's watermark (the lowest of every segment's, one
-``DescribeTails`` call) and Flink's (the sink's ``currentInputWatermark``,
-the lowest over its subtasks, over the REST API, whose metrics are fetched
-every 200 ms): how far each is behind the clock, and how far Flink's is
-behind the store's.
+interval after it; on an idle stream, mostly the idle wait its plan waits
+on the store) is the window over them. Then, over another ``--window``
+s, the store's watermark every 50 ms (the lowest of every segment's, one
+incremental ``DescribeTails`` call) and Flink's every 250 ms (the sink's
+``currentInputWatermark``, the lowest over its subtasks, over the REST
+API, whose metrics are fetched every 200 ms): how far each is behind the
+clock, and how long Flink's is behind the store's (:class:`StoreWatermarks`).
+
+That last one is a time, not a difference of watermarks: an idle stream's
+segments tick together, so the store's watermark rises in steps of a tick
+round (10 s), and a sample taken in the few hundred ms between the
+store's step and Flink's would show a whole round as the gap however
+soon Flink followed (the 10 s seen before this measure).
 """
 
 from __future__ import annotations
@@ -53,8 +60,9 @@ from bench._scale_grid import (
 from bench._support import BenchFailure, free_port, java_version, package_version, percentile
 from bench.figures import Target
 from connector import StoreClient
+from connector.reader.tails import TailCache
 
-__all__ = ["ScaleFlinkFigures", "measure", "options"]
+__all__ = ["ScaleFlinkFigures", "StoreWatermarks", "measure", "options"]
 
 # As in bench.flink_bench: a Python worker process per subtask, as on a cluster, not
 # PyFlink's local "loopback" running them all in this process.
@@ -65,6 +73,8 @@ SINK = "scale_sink"
 #: How often the mini-cluster fetches its metrics for the REST API, ms, and the samples' period.
 METRICS_MS = 200
 SAMPLE_S = 0.25
+#: How often the store's watermark is sampled, s: how closely its rises are timed.
+STORE_SAMPLE_S = 0.05
 #: The builder's epoch interval, ms: an epoch's period is its planning and this.
 EPOCH_INTERVAL_MS = 50
 TARGET_SERVER_PERCENT = 5.0
@@ -148,30 +158,56 @@ def _start(store: Store, port: int) -> FlinkJob:
     return FlinkJob(port, env.execute_async(f"scale {store.setup.label}"))
 
 
-def _store_watermark(client: StoreClient, streams: list[str]) -> int:
-    """The lowest watermark over every segment of ``streams``, in one call."""
-    marks = []
-    for tails in client.describe_tails(streams):
-        if isinstance(tails, Exception):
-            raise tails
-        marks += [tail.watermark for tail in tails.segments if not tail.sealed]
-    return min(marks)
+class StoreWatermarks:
+    """The store's watermark as sampled over time, and how long another one is behind it."""
+
+    def __init__(self) -> None:
+        self._samples: list[tuple[float, int]] = []  # (time s, watermark ms), in time order
+
+    def add(self, at: float, watermark: int) -> None:
+        """The store's watermark was ``watermark`` at ``at`` (s, sampled in time order)."""
+        self._samples.append((at, watermark))
+
+    def behind(self, watermark: int, at: float) -> float:
+        """How long ``watermark``, seen at ``at``, is behind the store's, s (0: not behind).
+
+        The time since the store's watermark was last sampled at or below
+        it: the store's passed it after that sample, so this is at most a
+        sample's period more than the truth, never less. A watermark below
+        every sample is counted from the first (at least that long).
+        """
+        earlier = [(t, w) for t, w in self._samples if t <= at]
+        if not earlier or earlier[-1][1] <= watermark:
+            return 0.0
+        passed = [t for t, w in earlier if w <= watermark]
+        return at - (passed[-1] if passed else earlier[0][0])
+
+
+def _store_watermark(tails: TailCache) -> int:
+    """The lowest watermark over every open segment, described again (one incremental call)."""
+    return min(tail.watermark for tail in tails.refresh().values() if not tail.sealed)
 
 
 def _watermarks(store: Store, job: FlinkJob, seconds: float) -> dict[str, float]:
     """The store's and Flink's watermarks behind the clock, and Flink's behind the store's, s."""
+    ours = StoreWatermarks()
     store_behind, flink_behind, gaps = [], [], []
     with StoreClient(store.uri, call_timeout_s=60) as client:
+        tails = TailCache(client, store.setup.streams)
         deadline = time.monotonic() + seconds
+        flink_due = 0.0
         while time.monotonic() < deadline:
-            now = time.time() * 1000
-            ours = _store_watermark(client, store.setup.streams)
-            flink = job.watermark()
-            store_behind.append((now - ours) / 1000)
-            if flink is not None:
-                flink_behind.append((now - flink) / 1000)
-                gaps.append(max(0, ours - flink) / 1000)
-            time.sleep(SAMPLE_S)
+            watermark = _store_watermark(tails)
+            ours.add(time.time(), watermark)
+            if time.monotonic() >= flink_due:
+                flink_due = time.monotonic() + SAMPLE_S
+                store_behind.append(time.time() - watermark / 1000)
+                flink = job.watermark()
+                at = time.time()  # after the answer: the figure is not flattered
+                if flink is not None:
+                    flink_behind.append(at - flink / 1000)
+                    gaps.append(ours.behind(flink, at))
+            time.sleep(STORE_SAMPLE_S)
     return {
         "samples": len(store_behind),
         "store_behind_p50_s": percentile(store_behind, 50),
@@ -216,6 +252,7 @@ class ScaleFlinkFigures(GridFigures):
 
     epoch_interval_ms: int = EPOCH_INTERVAL_MS
     sample_ms: float = SAMPLE_S * 1000
+    store_sample_ms: float = STORE_SAMPLE_S * 1000
     metrics_ms: int = METRICS_MS
 
     @property

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from connector._wire import MAX_WAIT_MS
 from connector.errors import InvalidArgumentError
 from connector.names import validate_name
 from connector.reader.events import TimeDomain, to_millis
@@ -30,7 +31,7 @@ from flink_adapter.json_fields import OPTION as JSON_FIELDS_OPTION
 from flink_adapter.json_fields import declared_fields
 from flink_adapter.python_mode import MODES
 from flink_adapter.rows import OUTPUT_FIELDS
-from flink_adapter.settings import EPOCH_INTERVAL_MS, SourceSettings
+from flink_adapter.settings import EPOCH_INTERVAL_MS, IDLE_WAIT_MS, SourceSettings
 
 __all__ = ["FLINK_NAMES", "FlinkTidemarkReader", "FlinkTidemarkReaderBuilder"]
 
@@ -226,11 +227,26 @@ class FlinkTidemarkReaderBuilder:
         """How often the coordinator plans reads (ms or a timedelta), default 50 ms.
 
         An append waits half of it on average before its epoch plans it, so
-        it bounds the watermark's latency from below; on an idle stream each
-        epoch asks the store about every unfinished segment, so a job with
-        many idle segments may want it longer.
+        it bounds the watermark's latency from below. An epoch costs the
+        store one small call however many segments there are, and after an
+        epoch that found nothing new the next waits on the store for a
+        change instead (:meth:`with_idle_wait`).
         """
         return self._set("epoch_interval", interval)
+
+    def with_idle_wait(self, wait: int | timedelta) -> FlinkTidemarkReaderBuilder:
+        """How long an epoch after an idle one waits for a change (ms or a timedelta).
+
+        Default 250 ms, at most 30 s (the longest the store holds a call), 0:
+        never. Such an epoch asks the store once and the store answers at the
+        first change (an event, a watermark, a seal) or when the wait ends: so
+        an idle job asks the store a few times a second rather than every
+        ``with_epoch_interval``, and a change still reaches the job within an
+        epoch interval. The wait runs on the coordinator's store thread, never
+        on Flink's task thread, so checkpoints and a cancel do not wait for it
+        (:mod:`flink_adapter.epoch_plans`). A bounded read never waits.
+        """
+        return self._set("idle_wait", wait)
 
     def with_stall_log_after(self, after: int | timedelta) -> FlinkTidemarkReaderBuilder:
         """Logs what holds the watermark once per stall longer than ``after`` (default 1 min).
@@ -344,6 +360,10 @@ class FlinkTidemarkReaderBuilder:
         if not 1 <= interval <= 60_000:
             msg = f"with_epoch_interval: expected 1 ms to 60 s, got {interval!r} ms"
             raise InvalidArgumentError(msg)
+        idle_wait = _millis("with_idle_wait", options.get("idle_wait", IDLE_WAIT_MS))
+        if not 0 <= idle_wait <= MAX_WAIT_MS:
+            msg = f"with_idle_wait: expected 0 ms to 30 s (0: never wait), got {idle_wait!r} ms"
+            raise InvalidArgumentError(msg)
         python_mode = options.get("python_mode")
         if python_mode is not None and (
             not isinstance(python_mode, str) or python_mode.lower() not in MODES
@@ -358,6 +378,7 @@ class FlinkTidemarkReaderBuilder:
             uid=options.get("uid"),
             parallelism=parallelism,
             epoch_interval_ms=interval,
+            idle_wait_ms=idle_wait,
             stall_log_after_ms=_millis(
                 "with_stall_log_after",
                 options.get("stall_log_after", DEFAULT_STALL_LOG_AFTER_MS),

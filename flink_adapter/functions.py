@@ -10,6 +10,10 @@
   read tasks, then its end (:mod:`flink_adapter.epochs`). An epoch over idle
   segments costs the store one small call, however many there are, and the
   pending count (once a second) counts on the tails the epoch described.
+  An epoch after one that found nothing new waits on the store for a
+  change, at most ``idle_wait_ms``, on the store thread and never in the
+  timer (:mod:`flink_adapter.epoch_plans`: why), so an idle job asks the
+  store a few times a second and checkpoints never wait for it.
   Nor does it look at the segments: the frontier in state is read once
   (:class:`~connector.reader.source.FrontierForms`) and an epoch in which
   no tail moved plans nothing, writes no new frontier and counts the same
@@ -60,6 +64,7 @@ from connector.reader.source import (
     read_columns,
 )
 from flink_adapter.coordinator_state import CoordinatorState
+from flink_adapter.epoch_plans import EpochPlans
 from flink_adapter.epochs import EpochEnd, epoch_records
 from flink_adapter.metrics import Value
 from flink_adapter.python_mode import THREAD, report_mode, subtask_of
@@ -103,6 +108,7 @@ class EpochCoordinator(KeyedProcessFunction):
         spec = self.settings.spec
         self._store = StoreThread("tidemark-coordinator-store")
         self._planner = self._store.call(lambda: SourcePlanner(spec.client(), spec))
+        self._plans = EpochPlans(self._store, self._planner, self.settings.idle_wait_ms)
         operator = runtime_context.get_metrics_group()
         group = operator.add_group("tidemark")
         Value(group, "pythonThreadMode", mode).set(mode == THREAD)
@@ -164,13 +170,18 @@ class EpochCoordinator(KeyedProcessFunction):
         yield EpochEnd(epoch, end.watermark)
 
     def _plan_next_epoch(self) -> Iterator[ReadTask | EpochEnd]:
+        """The next epoch's records; none while its plan waits on the store (idle)."""
         assert self._planner is not None and self._store is not None
+        if self._plans.parked:  # an idle wait on the store thread, not over yet
+            return
         saved = self._frontier.value()
-        epoch = (self._epoch.value() or 0) + 1
         planner = self._planner
         forms = self._forms
         previous = forms.from_json(saved) if saved is not None else self._store.call(planner.start)
-        step = self._store.call(planner.step, previous)
+        step = self._plans.take(previous)
+        if step is None:
+            return
+        epoch = (self._epoch.value() or 0) + 1
         if saved is None or step.frontier is not previous:  # unchanged: the state holds it
             self._frontier.update(forms.as_json(step.frontier))
         self._epoch.update(epoch)

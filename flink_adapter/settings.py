@@ -12,12 +12,15 @@ from connector.reader.progress_watch import DEFAULT_STALL_LOG_AFTER_MS
 from connector.reader.source import ReadSpec
 from flink_adapter.json_fields import JsonFields
 
-__all__ = ["EPOCH_INTERVAL_MS", "SourceSettings"]
+__all__ = ["EPOCH_INTERVAL_MS", "IDLE_WAIT_MS", "SourceSettings"]
 
 
 #: How often the coordinator plans an epoch by default, ms (what it trades: the builder's
 #: ``with_epoch_interval``).
 EPOCH_INTERVAL_MS = 50
+#: How long an epoch after one that found nothing new waits on the store for a change by
+#: default, ms (the builder's ``with_idle_wait``; :mod:`flink_adapter.epoch_plans`).
+IDLE_WAIT_MS = 250
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,9 @@ class SourceSettings:
         uid: the uid prefix of the source's operators (defaults to the group's name).
         parallelism: reader subtasks (None: the environment's).
         epoch_interval_ms: how often the coordinator plans (one epoch per tick).
+        idle_wait_ms: how long an epoch after one that found nothing new
+            waits on the store for a change (0: never), off Flink's mailbox
+            thread (:mod:`flink_adapter.epoch_plans`).
         python_mode: the Python execution mode asked for (``thread`` or
             ``process``; None: the job's own setting, left as it is); see
             :mod:`flink_adapter.python_mode`.
@@ -47,6 +53,7 @@ class SourceSettings:
     uid: str | None = None
     parallelism: int | None = None
     epoch_interval_ms: int = EPOCH_INTERVAL_MS
+    idle_wait_ms: int = IDLE_WAIT_MS
     python_mode: str | None = None
     mode: str = "process"
     json_fields: JsonFields = ()

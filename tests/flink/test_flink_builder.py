@@ -55,6 +55,13 @@ def test_an_epoch_is_planned_every_50_ms_unless_told_otherwise():
     assert told.settings.epoch_interval_ms == 250
 
 
+def test_an_epoch_after_an_idle_one_waits_250_ms_on_the_store_unless_told_otherwise():
+    assert _builder().build(check_store=False).settings.idle_wait_ms == 250
+    told = _builder().with_idle_wait(timedelta(seconds=30)).build(check_store=False)
+    assert told.settings.idle_wait_ms == 30_000
+    assert _builder().with_idle_wait(0).build(check_store=False).settings.idle_wait_ms == 0
+
+
 def test_credentials_go_into_the_uri_as_files():
     credentials = ClientCredentials(tls_ca_file="ca.pem", token_file="t.token")
     reader = (
@@ -86,6 +93,8 @@ def test_credentials_go_into_the_uri_as_files():
         (lambda b: b.with_parallelism(0), "with_parallelism"),
         (lambda b: b.with_reader_group_name("no spaces"), "with_reader_group_name"),
         (lambda b: b.with_epoch_interval(0), "with_epoch_interval"),
+        (lambda b: b.with_idle_wait(-1), r"with_idle_wait .*got -1"),
+        (lambda b: b.with_idle_wait(timedelta(seconds=31)), r"with_idle_wait: .*got 31000 ms"),
         (lambda b: b.with_epoch_budget(max_events=0), "with_epoch_budget"),
         (lambda b: b.for_stream("iot/t", start="sideways"), "for_stream start"),
         (lambda b: b.for_stream("iot/t", end="latest"), "bounded read"),

@@ -16,6 +16,7 @@ from connector import EventWriter, JsonSerializer, StoreClient, StreamManager
 from connector.reader.progress_watch import ProgressWatch
 from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.epoch_plans import EpochPlans
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread
 from tests.flink.holders import Value
@@ -50,6 +51,7 @@ def test_an_epoch_enters_the_core_for_one_plan_and_the_core_never_climbs_back(st
     coordinator._pending_counted_at = 0  # noqa: SLF001
     # Its thread starts with the first call, inside call_path, which follows it there.
     coordinator._store = StoreThread("call-path")  # noqa: SLF001
+    coordinator._plans = EpochPlans(coordinator._store, coordinator._planner, 0)  # noqa: SLF001
 
     records: list[Any] = []
     path = call_path(

@@ -19,6 +19,7 @@ import pytest
 from connector import StoreClient
 from connector.reader.source import SourcePlanner
 from flink_adapter import FlinkTidemarkReader, TimeDomain
+from flink_adapter.epoch_plans import EpochPlans
 from flink_adapter.functions import EpochCoordinator
 from flink_adapter.store_thread import StoreThread, StoreThreadClosed
 from tests.flink.holders import Value
@@ -84,6 +85,7 @@ def test_a_coordinator_closed_while_planning_emits_nothing_and_raises_nothing(
     coordinator = EpochCoordinator(reader.settings)
     coordinator._store = StoreThread("test-coordinator-store")  # noqa: SLF001
     coordinator._planner = SourcePlanner(reader.settings.spec.client(), reader.settings.spec)  # noqa: SLF001
+    coordinator._plans = EpochPlans(coordinator._store, coordinator._planner, 0)  # noqa: SLF001
     coordinator._frontier, coordinator._epoch = Value(), Value()  # noqa: SLF001
     coordinator._next_epoch_at = Value(1_000)  # noqa: SLF001
     emitted: list[Any] = []

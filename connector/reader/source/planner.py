@@ -141,13 +141,14 @@ class SourcePlanner:
         end, _ = self._advance(previous, budget, wait_ms)
         return end if until is None else end.clipped_to(until, previous)
 
-    def step(self, previous: Frontier, budget: Budget | None = None) -> Step:
+    def step(self, previous: Frontier, budget: Budget | None = None, wait_ms: int = 0) -> Step:
         """:meth:`next` and the :meth:`tasks` that read up to it, in one plan.
 
         The tasks' pieces are the steps the budget measured: splitting them
-        asks the store nothing more.
+        asks the store nothing more. ``wait_ms`` is :meth:`next`'s: a
+        description that finds no tail changed waits for one, at most that long.
         """
-        end, pieces = self._advance(previous, budget)
+        end, pieces = self._advance(previous, budget, wait_ms)
         return Step(end, self._tasks(previous, end, pieces))
 
     def _advance(self, previous: Frontier, budget: Budget | None, wait_ms: int = 0) -> _Advance:
