@@ -230,7 +230,7 @@ class EventReader(Generic[T]):
         self._record: GroupRecord | None = None  # the group's record as the last sync left it
         self._generation = group.record().generation
         self._last_sync = -math.inf
-        self._waiting_for_segments = False  # holds less than its share, or sees some unheld
+        self._waiting_for_segments = False  # below its share, with segments to come to it
         self._sync_refused_at: float | None = None  # when the store last refused a sync
         self._sync_failures = FailureLog(
             f"reader {reader_id!r} writing its position to group {group.name!r}", _log
@@ -575,7 +575,11 @@ class EventReader(Generic[T]):
             )
             self._hold(source)
         self._waiting_for_segments = waits_for_segments(
-            len(record.state.cursors), len(record.assignments), len(record.leases), len(held)
+            len(record.state.cursors),
+            len(record.assignments),
+            len(record.leases),
+            len(held),
+            max(map(len, record.holdings.values()), default=0),
         )
 
     def _ask_percentile(self) -> None:

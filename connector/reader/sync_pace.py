@@ -14,9 +14,9 @@ one call of each kind a second. Anything that moves brings the interval back
 at once: a held segment's position (an event taken, a watermark rise, an
 idle tick), a segment read to its end (a sync at once, as before), a record
 another reader changed (a reader joining or leaving, a checkpoint asked for,
-segments given back), a new percentile watermark, and a reader that holds
-less than its share or sees segments nobody holds (it waits for them, so it
-looks every interval).
+segments given back), a new percentile watermark, and a reader below its
+share while segments are free or another reader holds more than its share
+(segments will come to it: it looks every interval, and takes them at once).
 
 What that costs, each bounded by the idle bound: a reader joining an idle
 group gets its share once the holders' next syncs give segments back (up to
@@ -71,16 +71,20 @@ def idle_sync_bound_ms(max_idle_sync_interval_ms: int, sync_interval_ms: int, le
     return max(sync_interval_ms, min(value, lease_ms // 4))
 
 
-def waits_for_segments(readable: int, assigned: int, readers: int, held: int) -> bool:
-    """Whether a reader holding ``held`` segments waits for more, from the group's counts.
+def waits_for_segments(readable: int, assigned: int, readers: int, held: int, most: int) -> bool:
+    """Whether a reader holding ``held`` segments will get more, from the group's counts.
 
-    It does while some of the ``readable`` segments are held by nobody (the
-    next sync takes them) or while it holds fewer than its share of them
-    rounded down (their holders give some back at their next syncs): such a
-    reader syncs every interval, so it takes them as soon as they are free.
-    Counts only: nothing per segment is looked at.
+    By the rebalancing rule (:func:`~connector.reader.membership.rebalance`),
+    a reader below its share (``readable`` segments over ``readers``,
+    rounded up) takes segments nobody holds (some of ``readable`` are not
+    ``assigned``), and a reader above it (the one holding ``most``) gives
+    some back at its next sync. A reader that will get more syncs every
+    interval, so it takes them as soon as they are free; one that will not
+    (its share is held, or every other reader is at its share) may back
+    off. Counts only: nothing per segment is looked at.
     """
-    return assigned < readable or held < readable // max(readers, 1)
+    share = -(-readable // max(readers, 1))
+    return held < share and (assigned < readable or most > share)
 
 
 class SyncPace:
