@@ -81,6 +81,9 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, reporter: UndecodableRequests | None = None):
         self.reporter = reporter or UndecodableRequests()
+        # By method: the handler last wrapped and its wrapping (made once, not per call,
+        # while the handler under it stays the same object: without a token interceptor).
+        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
 
     async def intercept_service(
         self,
@@ -92,6 +95,15 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or handler.request_deserializer is None:
             return handler
         method = handler_call_details.method
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: _Handler) -> _Handler:
+        """``handler`` decoding its requests itself; see :meth:`intercept_service`."""
         decode = handler.request_deserializer
 
         def tolerant(raw: bytes) -> Any:
