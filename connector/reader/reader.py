@@ -295,7 +295,7 @@ class EventReader(Generic[T]):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._state.is_done:
                 return None
-            self._wait_for_changes(min(remaining, self._until_sync_s()))
+            self._wait_for_changes(self._wait_s(remaining))
 
     @property
     def is_finished(self) -> bool:
@@ -504,6 +504,22 @@ class EventReader(Generic[T]):
             return 0.0
         gap = self._pace.gap_s(moved=bool(self._unreported or self._moved))
         return max(0.0, self._last_sync + gap - now)
+
+    def _wait_s(self, remaining: float) -> float:
+        """How long the next wait lasts: up to the next sync, or to ``remaining``.
+
+        An idle sync due within ``remaining`` comes at the end of this wait
+        instead, when that is late by at most half its gap
+        (:meth:`SyncPace.may_come_late`): the wait is not cut in two calls.
+        """
+        until = self._until_sync_s()
+        if until >= remaining:
+            return remaining
+        steady = self._sync_refused_at is None and not self._drained
+        moved = bool(self._unreported or self._moved)
+        if steady and self._pace.may_come_late(remaining - until, moved=moved):
+            return remaining
+        return until
 
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances.

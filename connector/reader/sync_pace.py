@@ -25,8 +25,10 @@ each idle reader to acknowledge it; a reader learns another's positions, and
 so its group watermark rises, up to one bound after that reader reported them
 (the reporter syncs at the interval: its position moved); a reader whose
 lease ran out is noticed up to one bound late. Leases stay safe: the bound
-is never more than a quarter of ``lease_ms``, and a lease is renewed once
-half of it has run, so an idle reader renews it at least a quarter of a lease
+is never more than a quarter of ``lease_ms``, a backed-off sync comes at
+most half its gap late (to end with its caller's wait rather than cut it in
+two calls: :meth:`SyncPace.may_come_late`), and a lease is renewed once half
+of it has run, so an idle reader renews it at least an eighth of a lease
 before it runs out.
 """
 
@@ -110,6 +112,15 @@ class SyncPace:
     def gap_s(self, *, moved: bool) -> float:
         """How long after the last sync the next one comes; the interval when ``moved``."""
         return self.interval_s if moved else self._gap_s
+
+    def may_come_late(self, late_s: float, *, moved: bool) -> bool:
+        """Whether the next sync, backed off, may come ``late_s`` after it is due.
+
+        So that a reader's wait ends at its caller's timeout rather than
+        being cut in two calls by a sync. At most half the gap late: the
+        longest gap is then 1.5 times the bound, under half a lease.
+        """
+        return not moved and self._gap_s > self.interval_s and late_s <= self._gap_s / 2
 
     def __repr__(self) -> str:
         return (

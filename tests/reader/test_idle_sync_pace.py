@@ -42,6 +42,16 @@ def test_idle_syncs_double_the_gap_up_to_the_bound_and_a_busy_one_brings_the_int
     assert pace.gap_s(moved=False) == 0.1
 
 
+def test_only_a_backed_off_sync_may_come_late_and_by_at_most_half_its_gap() -> None:
+    pace = SyncPace(100, 1_000)
+    assert not pace.may_come_late(0.01, moved=False)  # at the interval: on time
+    pace.synced(idle=True)
+    pace.synced(idle=True)  # a gap of 0.4 s
+    assert pace.may_come_late(0.2, moved=False)
+    assert not pace.may_come_late(0.21, moved=False)
+    assert not pace.may_come_late(0.01, moved=True)  # something moved: on time
+
+
 def test_an_interval_of_zero_syncs_on_every_pass_idle_or_not() -> None:
     pace = SyncPace(0, 1_000)
     for _ in range(3):
@@ -125,6 +135,20 @@ def test_two_idle_readers_make_a_few_calls_per_wait_not_one_per_sync_interval(
     assert calls.get("GetState", 0) <= most, calls
     assert calls.get("ReadSegments", 0) <= most, calls
     assert calls.get("CompareAndSetState", 0) == 0, calls  # nothing moved: nothing written
+
+
+def test_an_idle_readers_short_waits_are_one_call_each_its_syncs_come_at_their_ends(
+    idle_pair: Pair, store_server: StoreServer
+) -> None:
+    _, a, _ = idle_pair
+    counter = CallCounter(store_server)
+    waits = 10
+    for _ in range(waits):  # 40 ms each: a sync due within one (gap 100 ms) comes at its end
+        assert a.read_next_event(timeout_ms=BOUND_MS * 2 // 5) is None
+    calls = counter.since()
+    # Syncs cutting waits in two would make about 4 more (a sync every 100 ms).
+    assert calls.get("ReadSegments", 0) <= waits + 1, calls
+    assert 1 <= calls.get("GetState", 0) <= waits // 2, calls
 
 
 def test_a_reader_joining_idle_readers_gets_its_share_within_a_few_bounds(
