@@ -28,7 +28,7 @@ from prometheus_client import Counter
 
 from connector._wire import CAUSE_KEY
 
-__all__ = ["CallMetricsInterceptor", "refusal_cause"]
+__all__ = ["CallMetricsInterceptor", "HandlerWrappings", "refusal_cause"]
 
 _REFUSALS = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
@@ -61,14 +61,35 @@ def _status(context: grpc.aio.ServicerContext, failed: BaseException | None) -> 
     return grpc.StatusCode.UNKNOWN
 
 
+class HandlerWrappings:
+    """An interceptor's wrapping of each method's handler, made once, not per call.
+
+    ``wrap(method, handler)`` makes it; it is made again only when the
+    handler under it is another object (a token interceptor under it wraps
+    each call anew). One entry per method the server has: bounded.
+    """
+
+    def __init__(self, wrap: Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]) -> None:
+        self._wrap = wrap
+        self._by_method: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    def of(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """``handler`` of ``method``, wrapped."""
+        known = self._by_method.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(method, handler)
+        self._by_method[method] = (handler, wrapped)
+        return wrapped
+
+
 class CallMetricsInterceptor(grpc.aio.ServerInterceptor):
     """Counts each unary call in ``calls`` {service, method, code} and refusals in ``refusals``."""
 
     def __init__(self, calls: Counter, refusals: Counter):
         self._calls = calls
         self._refusals = refusals
-        # By method: the handler last wrapped and its wrapping (made once, not per call).
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._wrapped = HandlerWrappings(self._wrap)
         # The child counter of each (service, method, code) met so far.
         self._children: dict[tuple[str, str, grpc.StatusCode], Any] = {}
 
@@ -81,13 +102,7 @@ class CallMetricsInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        path = handler_call_details.method
-        known = self._wrapped.get(path)
-        if known is not None and known[0] is handler:
-            return known[1]
-        wrapped = self._wrap(path, handler)
-        self._wrapped[path] = (handler, wrapped)
-        return wrapped
+        return self._wrapped.of(handler_call_details.method, handler)
 
     def _wrap(self, path: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         service, _, method = path.lstrip("/").rpartition("/")

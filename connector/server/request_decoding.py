@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 
 from connector.errors import quoted
+from connector.ops.call_metrics import HandlerWrappings
 
 __all__ = ["DecodingInterceptor", "UndecodableRequests"]
 
@@ -81,9 +82,7 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, reporter: UndecodableRequests | None = None):
         self.reporter = reporter or UndecodableRequests()
-        # By method: the handler last wrapped and its wrapping (made once, not per call,
-        # while the handler under it stays the same object: without a token interceptor).
-        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
+        self._wrapped = HandlerWrappings(self._wrap)
 
     async def intercept_service(
         self,
@@ -94,13 +93,7 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        method = handler_call_details.method
-        known = self._wrapped.get(method)
-        if known is not None and known[0] is handler:
-            return known[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return self._wrapped.of(handler_call_details.method, handler)
 
     def _wrap(self, method: str, handler: _Handler) -> _Handler:
         """``handler`` decoding its requests itself; see :meth:`intercept_service`."""
