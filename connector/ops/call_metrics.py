@@ -9,6 +9,11 @@ last by the limit it met (:attr:`ResourceExhaustedError.cause
 <connector.errors.ResourceExhaustedError>`, which the servicer puts in the
 call's trailing metadata). Streaming calls (health ``Watch``, reflection)
 are not counted.
+
+Per call it costs two dictionary lookups: the wrapped handler is made once
+per method (while the handler under it stays the same object), and each
+{service, method, code} child counter is looked up once, not through
+``labels()`` (a lock and a label check) on every call.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from prometheus_client import Counter
 
 from connector._wire import CAUSE_KEY
 
-__all__ = ["CallMetricsInterceptor", "refusal_cause"]
+__all__ = ["CallMetricsInterceptor", "HandlerWrappings", "refusal_cause"]
 
 _REFUSALS = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
@@ -56,12 +61,37 @@ def _status(context: grpc.aio.ServicerContext, failed: BaseException | None) -> 
     return grpc.StatusCode.UNKNOWN
 
 
+class HandlerWrappings:
+    """An interceptor's wrapping of each method's handler, made once, not per call.
+
+    ``wrap(method, handler)`` makes it; it is made again only when the
+    handler under it is another object (a token interceptor under it wraps
+    each call anew). One entry per method the server has: bounded.
+    """
+
+    def __init__(self, wrap: Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]) -> None:
+        self._wrap = wrap
+        self._by_method: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    def of(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """``handler`` of ``method``, wrapped."""
+        known = self._by_method.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(method, handler)
+        self._by_method[method] = (handler, wrapped)
+        return wrapped
+
+
 class CallMetricsInterceptor(grpc.aio.ServerInterceptor):
     """Counts each unary call in ``calls`` {service, method, code} and refusals in ``refusals``."""
 
     def __init__(self, calls: Counter, refusals: Counter):
         self._calls = calls
         self._refusals = refusals
+        self._wrapped = HandlerWrappings(self._wrap)
+        # The child counter of each (service, method, code) met so far.
+        self._children: dict[tuple[str, str, grpc.StatusCode], Any] = {}
 
     async def intercept_service(
         self,
@@ -72,7 +102,10 @@ class CallMetricsInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        service, _, method = handler_call_details.method.lstrip("/").rpartition("/")
+        return self._wrapped.of(handler_call_details.method, handler)
+
+    def _wrap(self, path: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        service, _, method = path.lstrip("/").rpartition("/")
         inner = handler.unary_unary
 
         async def counted(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -100,7 +133,12 @@ class CallMetricsInterceptor(grpc.aio.ServerInterceptor):
         failed: BaseException | None,
     ) -> None:
         code = _status(context, failed)
-        self._calls.labels(service, method, code.name).inc()
-        cause = refusal_cause(code, context.trailing_metadata())
-        if cause is not None:
-            self._refusals.labels(cause).inc()
+        key = (service, method, code)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._calls.labels(service, method, code.name)
+        child.inc()
+        if code in _REFUSALS:
+            cause = refusal_cause(code, context.trailing_metadata())
+            if cause is not None:
+                self._refusals.labels(cause).inc()

@@ -562,6 +562,7 @@ class StoreMetrics:
             ["answer"],
             registry=self.registry,
         )
+        self._state_read_children: dict[str, Any] = {}  # by answer, made at its first
         self.state_read_bytes = Counter(
             "tidemark_state_read_bytes",
             "Bytes of state values GetState calls answered with.",
@@ -606,7 +607,11 @@ class StoreMetrics:
 
     def state_read(self, value: StateValue) -> None:
         """Counts a GetState answer: ``unchanged``, or the value and its bytes."""
-        self.state_reads.labels("unchanged" if value.unchanged else "value").inc()
+        answer = "unchanged" if value.unchanged else "value"
+        child = self._state_read_children.get(answer)
+        if child is None:  # made at the first such answer: no series before
+            child = self._state_read_children[answer] = self.state_reads.labels(answer)
+        child.inc()
         self.state_read_bytes.inc(len(value.value))
 
     def appended(self, segment: str, events: list[bytes] | tuple[bytes, ...]) -> None:

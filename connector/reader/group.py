@@ -37,6 +37,7 @@ from connector.reader.membership import (
 )
 from connector.reader.reader import EventReader
 from connector.reader.source.cuts import StreamCut, start_state
+from connector.reader.sync_pace import DEFAULT_MAX_IDLE_SYNC_INTERVAL_MS
 
 __all__ = [
     "ReaderGroup",
@@ -268,8 +269,13 @@ class ReaderGroup:
         *,
         lease_ms: int = 30_000,
         sync_interval_ms: int = 100,
+        max_idle_sync_interval_ms: int = DEFAULT_MAX_IDLE_SYNC_INTERVAL_MS,
     ) -> EventReader[T]:
         """A reader joining this group under ``reader_id``; see :class:`EventReader`.
+
+        It syncs with the group every ``sync_interval_ms`` while anything
+        moves, and while idle less often, down to once every
+        ``max_idle_sync_interval_ms`` (see :mod:`connector.reader.sync_pace`).
 
         Joining writes the group's state: on a full disk it fails with
         ResourceExhaustedError (readers already in the group read on).
@@ -281,6 +287,7 @@ class ReaderGroup:
             config or ReaderConfig(),
             lease_ms=lease_ms,
             sync_interval_ms=sync_interval_ms,
+            max_idle_sync_interval_ms=max_idle_sync_interval_ms,
         )
 
     def group_watermark(self) -> int:

@@ -4,7 +4,9 @@ Its segments are read through one fetch session (:class:`SegmentFeed`): one
 waiting call for all of them, answered with what changed; a segment answered
 with data is read on once its events were taken.
 
-A reader writes its positions to the group's state every sync interval. When
+A reader writes its positions to the group's state every sync interval, and
+less often while idle, down to one sync every ``max_idle_sync_interval_ms``
+(see :mod:`connector.reader.sync_pace` for when and why). When
 the store cannot store that write (out of disk space: RESOURCE_EXHAUSTED), the
 reader goes on reading the segments it holds, keeps its positions in memory
 and tries the sync again every interval; until one succeeds the group's state
@@ -49,6 +51,12 @@ from connector.reader.membership import (
 )
 from connector.reader.source.ranges import READ_CHUNK_BYTES
 from connector.reader.source.timekeeping import TimeKeeping, is_late, rose
+from connector.reader.sync_pace import (
+    DEFAULT_MAX_IDLE_SYNC_INTERVAL_MS,
+    SyncPace,
+    idle_sync_bound_ms,
+    waits_for_segments,
+)
 from connector.reader.unread_work import work_by_segment
 from connector.timestamps import END_OF_TIME
 
@@ -170,6 +178,11 @@ class EventReader(Generic[T]):
 
     In the processing-time domain (the default) no watermark read is returned.
 
+    It syncs with its group every ``sync_interval_ms`` while anything moves
+    and, while idle, ever less often, down to once every
+    ``max_idle_sync_interval_ms`` (at most a quarter of ``lease_ms``); see
+    :mod:`connector.reader.sync_pace` for what waits on an idle reader's sync.
+
     On a full disk the reader goes on: see :meth:`read_next_event`.
     """
 
@@ -182,6 +195,7 @@ class EventReader(Generic[T]):
         *,
         lease_ms: int = 30_000,
         sync_interval_ms: int = 100,
+        max_idle_sync_interval_ms: int = DEFAULT_MAX_IDLE_SYNC_INTERVAL_MS,
     ):
         if not reader_id or len(reader_id) > 256:
             msg = f"reader_id must be 1 to 256 characters, got {reader_id!r}"
@@ -199,6 +213,10 @@ class EventReader(Generic[T]):
         self._serializer = serializer
         self._lease_ms = lease_ms
         self._sync_interval_s = sync_interval_ms / 1000
+        self._pace = SyncPace(
+            sync_interval_ms,
+            idle_sync_bound_ms(max_idle_sync_interval_ms, sync_interval_ms, lease_ms),
+        )
         self._inputs: dict[str, _SegmentInput] = {}
         # What follows the held segments' moves, brought up to date by _note_moves:
         self._moved: set[str] = set()  # held segments that moved since last looked at
@@ -212,6 +230,7 @@ class EventReader(Generic[T]):
         self._record: GroupRecord | None = None  # the group's record as the last sync left it
         self._generation = group.record().generation
         self._last_sync = -math.inf
+        self._waiting_for_segments = False  # below its share, with segments to come to it
         self._sync_refused_at: float | None = None  # when the store last refused a sync
         self._sync_failures = FailureLog(
             f"reader {reader_id!r} writing its position to group {group.name!r}", _log
@@ -276,7 +295,7 @@ class EventReader(Generic[T]):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._state.is_done:
                 return None
-            self._wait_for_changes(min(remaining, self._until_sync_s()))
+            self._wait_for_changes(self._wait_s(remaining))
 
     @property
     def is_finished(self) -> bool:
@@ -469,7 +488,9 @@ class EventReader(Generic[T]):
     def _sync_due(self) -> bool:
         """Whether to sync now: every interval, or at once when a held segment is drained.
 
-        After the store refused a sync, the next comes no sooner than an interval later.
+        The interval doubles after each idle sync, up to its bound, and is
+        back at once when a held segment moved (:class:`SyncPace`). After the
+        store refused a sync, the next comes no sooner than an interval later.
         """
         return self._until_sync_s() <= 0
 
@@ -481,7 +502,24 @@ class EventReader(Generic[T]):
             return max(0.0, refused + self._sync_interval_s - now)
         if self._drained:
             return 0.0
-        return max(0.0, self._last_sync + self._sync_interval_s - now)
+        gap = self._pace.gap_s(moved=bool(self._unreported or self._moved))
+        return max(0.0, self._last_sync + gap - now)
+
+    def _wait_s(self, remaining: float) -> float:
+        """How long the next wait lasts: up to the next sync, or to ``remaining``.
+
+        An idle sync due within ``remaining`` comes at the end of this wait
+        instead, when that is late by at most half its gap
+        (:meth:`SyncPace.may_come_late`): the wait is not cut in two calls.
+        """
+        until = self._until_sync_s()
+        if until >= remaining:
+            return remaining
+        steady = self._sync_refused_at is None and not self._drained
+        moved = bool(self._unreported or self._moved)
+        if steady and self._pace.may_come_late(remaining - until, moved=moved):
+            return remaining
+        return until
 
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances.
@@ -527,11 +565,15 @@ class EventReader(Generic[T]):
         self._sync_failures.succeeded()
         self._last_sync = time.monotonic()
         self._unreported.clear()
-        if record is not self._record:  # else the group is as the last sync left it
+        changed = record is not self._record  # else the group is as the last sync left it
+        if changed:
             self._follow(record)
         self._served = None
         self._note_moves()
+        at_percentile = self._at_percentile
         self._ask_percentile()
+        idle = not (changed or positions or finished) and self._at_percentile == at_percentile
+        self._pace.synced(idle=idle and not self._waiting_for_segments)
 
     def _follow(self, record: GroupRecord) -> None:
         """Takes in the group's record: its state, and the segments this reader holds now."""
@@ -548,6 +590,13 @@ class EventReader(Generic[T]):
                 segment, cursor.offset, cursor.watermark, cursor.end, cursor.event_time, self._moved
             )
             self._hold(source)
+        self._waiting_for_segments = waits_for_segments(
+            len(record.state.cursors),
+            len(record.assignments),
+            len(record.leases),
+            len(held),
+            max(map(len, record.holdings.values()), default=0),
+        )
 
     def _ask_percentile(self) -> None:
         """Below percentile 1: the watermark at it, over the group's work from its positions.

@@ -33,8 +33,10 @@ is needed.
 
 Threads: :class:`FetchSessions` and the epoch steps run on the server's event
 loop; a session's reads (:meth:`FetchSession.apply`, :meth:`FetchSession.collect`)
-run on a read pool thread, one call of a session at a time; listeners run on
-the store's threads and touch only the dirty set, under its own lock.
+run on a read pool thread, one call of a session at a time, and only when
+there is something to apply or a segment changed (:attr:`FetchSession.changed`,
+asked on the loop); listeners run on the store's threads and touch only the
+dirty set, under its own lock.
 """
 
 from __future__ import annotations
@@ -160,6 +162,12 @@ class FetchSession:
     def armed(self) -> int:
         """How many of them are armed."""
         return self._armed
+
+    @property
+    def changed(self) -> bool:
+        """Whether a segment changed since the last look (:meth:`collect` reads only those)."""
+        with self._dirty_lock:
+            return bool(self._dirty)
 
     def segments_after(self, added: Collection[str], released: Collection[str]) -> int:
         """How many segments the session would follow after a request adding and releasing."""

@@ -276,9 +276,11 @@ class ManySegments:
             await self._abort(context, error)
             raise  # unreachable: abort raises
         try:
-            answer = FetchAnswer(
-                failures=await self._look(context, session.apply, self._store, cursors, released)
-            )
+            answer = FetchAnswer()
+            if cursors or released:  # else nothing to apply: no trip to the read pool
+                answer.failures = await self._look(
+                    context, session.apply, self._store, cursors, released
+                )
             found = await self._collect(context, session, max_bytes, per_segment, request.wait_ms)
             answer.reads, answer.failures = found.reads, answer.failures + found.failures
             self._withhold_unreadable(session, answer)
@@ -311,13 +313,19 @@ class ManySegments:
         per_segment: int,
         wait_ms: int,
     ) -> FetchAnswer:
-        """What is new in the session; waits (parked, once per change) up to ``wait_ms`` for it."""
+        """What is new in the session; waits (parked, once per change) up to ``wait_ms`` for it.
+
+        A session with no segment changed since the last look has nothing to
+        read: it is answered (or parked) without a trip to the read pool.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _waited_ms(wait_ms) / 1000
         while True:
-            answer: FetchAnswer = await self._look(
-                context, session.collect, max_bytes, per_segment, MAX_READS_PER_ANSWER
-            )
+            answer = FetchAnswer()
+            if session.changed:
+                answer = await self._look(
+                    context, session.collect, max_bytes, per_segment, MAX_READS_PER_ANSWER
+                )
             left = deadline - loop.time()
             if answer or left <= 0 or session.closed or self._parked.closed:
                 return answer

@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 
 from connector.errors import quoted
+from connector.ops.call_metrics import HandlerWrappings
 
 __all__ = ["DecodingInterceptor", "UndecodableRequests"]
 
@@ -81,6 +82,7 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, reporter: UndecodableRequests | None = None):
         self.reporter = reporter or UndecodableRequests()
+        self._wrapped = HandlerWrappings(self._wrap)
 
     async def intercept_service(
         self,
@@ -91,7 +93,10 @@ class DecodingInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        method = handler_call_details.method
+        return self._wrapped.of(handler_call_details.method, handler)
+
+    def _wrap(self, method: str, handler: _Handler) -> _Handler:
+        """``handler`` decoding its requests itself; see :meth:`intercept_service`."""
         decode = handler.request_deserializer
 
         def tolerant(raw: bytes) -> Any:

@@ -4,12 +4,15 @@ The servicer converts messages to domain calls and domain errors to status
 codes; it holds no state of its own beyond the parked reads and the fetch
 sessions. The store's calls block (a change waits for its group's fsync), so
 each runs on a thread pool, one for changes and one for reads: an append
-never queues behind reads, nor a read behind appends. A read that waits at a
-segment's tail holds no thread at all: it parks on the event loop
-(:mod:`.parked_reads`) until the store says there is something to answer,
-the wait ends, or the client goes away, which withdraws it at once. The
-calls over many segments (DescribeTails, ReadSegments, PlanReads) are
-answered by :mod:`.many_segments`.
+never queues behind reads, nor a read behind appends. What the store has in
+memory at once is answered on the loop, without the trip to a pool thread
+and back (which costs more than the answer): a ``GetState`` the store can
+answer without waiting, a fetch session's call with nothing to apply and no
+segment changed. A read that waits at a segment's tail holds no thread at
+all: it parks on the event loop (:mod:`.parked_reads`) until the store says
+there is something to answer, the wait ends, or the client goes away, which
+withdraws it at once. The calls over many segments (DescribeTails,
+ReadSegments, PlanReads) are answered by :mod:`.many_segments`.
 """
 
 from __future__ import annotations
@@ -298,9 +301,20 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             ],
         )
 
-    async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
+    async def GetState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        """A state value; from memory on the loop when the store has it at once (no thread hop).
+
+        A reader group's idle sync is this call, answered ``unchanged``: a
+        trip to the read pool and back would cost more than the answer.
+        """
         known = request.known_revision if request.HasField("known_revision") else None
-        value = await self._look(context, self._store.get_state, request.key, known)
+        try:
+            value = self._store.get_state_at_once(request.key, known)
+        except TidemarkError as error:
+            await _abort(context, error)
+            raise  # unreachable: abort raises
+        if value is None:
+            value = await self._look(context, self._store.get_state, request.key, known)
         self._metrics.state_read(value)
         return state_message(value)
 

@@ -258,6 +258,14 @@ class Engine(Protocol[S]):
         """The value stored under ``key``."""
         ...
 
+    def state_at_once(self, key: str) -> Stored | None:
+        """The value stored under ``key`` if it can be had without waiting, else None.
+
+        Without waiting: from memory, with no lock held by another thread
+        and no I/O. None tells the caller to ask :meth:`get_state` on a thread.
+        """
+        ...
+
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, Stored]:

@@ -445,7 +445,15 @@ class StoreFront(Generic[S]):
         See :meth:`Storage.get_state`.
         """
         check_state_key(key)
-        stored = self.engine.get_state(key)
+        return self._state_answer(key, self.engine.get_state(key), known_revision)
+
+    def get_state_at_once(self, key: str, known_revision: int | None = None) -> StateValue | None:
+        """:meth:`get_state` without waiting, or None (see :meth:`Storage.get_state_at_once`)."""
+        check_state_key(key)
+        stored = self.engine.state_at_once(key)
+        return None if stored is None else self._state_answer(key, stored, known_revision)
+
+    def _state_answer(self, key: str, stored: Stored, known_revision: int | None) -> StateValue:
         if stored.revision == known_revision:
             return StateValue(key, b"", stored.revision, self._clock.now_ms(), unchanged=True)
         return self._state_value(key, stored)

@@ -409,6 +409,15 @@ class Storage(Protocol):
         """
         ...
 
+    def get_state_at_once(self, key: str, known_revision: int | None = None) -> StateValue | None:
+        """:meth:`get_state`'s answer if the engine has it without waiting, else None.
+
+        Never blocks (no I/O, no lock another thread holds), so the server
+        answers a reader group's sync on its event loop; None (JetStream,
+        or the file store's catalog busy) means: ask :meth:`get_state`.
+        """
+        ...
+
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, StateValue]:

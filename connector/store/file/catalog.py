@@ -146,6 +146,19 @@ class Catalog:
         with self._lock:
             return self._states.get(key, (b"", 0))
 
+    def state_at_once(self, key: str) -> tuple[bytes, int] | None:
+        """:meth:`state` if the lock is free now; None while another thread holds it.
+
+        For a caller that must not wait (the server's event loop): the lock
+        is held across file deletions of a truncation or a deleted stream.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._states.get(key, (b"", 0))
+        finally:
+            self._lock.release()
+
     def next_state_revision(self, key: str) -> int:
         """The revision the next value stored under ``key`` takes.
 

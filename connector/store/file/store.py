@@ -364,6 +364,11 @@ class FileEngine:
         """The value stored under ``key``."""
         return Stored(*self._catalog.state(key))
 
+    def state_at_once(self, key: str) -> Stored | None:
+        """The value stored under ``key`` from memory; None while the catalog is busy."""
+        found = self._catalog.state_at_once(key)
+        return None if found is None else Stored(*found)
+
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, Stored]:

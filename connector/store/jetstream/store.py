@@ -502,6 +502,10 @@ class JetStreamEngine:
         stored = self._retrying(lambda: self._states.get(key))
         return Stored(stored.value, stored.revision)
 
+    def state_at_once(self, key: str) -> None:
+        """None: a value is asked of the bucket's leader, over the network."""
+        return None
+
     def compare_and_set_state(
         self, key: str, expected_revision: int, value: bytes
     ) -> tuple[bool, Stored]:
