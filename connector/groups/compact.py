@@ -244,8 +244,10 @@ def _cursors(
     names: tuple[str, ...], now: tuple[list[Any], ...], previous: Columns | None
 ) -> list[SegmentCursor]:
     """The cursors of ``names`` with fields ``now``: ``previous``'s objects where unchanged."""
-    if previous is None or previous.names != names:
-        known = {} if previous is None else dict(zip(previous.names, previous.cursors, strict=True))
+    if previous is None:
+        return list(map(SegmentCursor, *now))
+    if previous.names != names:
+        known = dict(zip(previous.names, previous.cursors, strict=True))
         rows = zip(*now, strict=True)
         return [_kept(known.get(name), row) for name, row in zip(names, rows, strict=True)]
     cursors = list(previous.cursors)
@@ -254,8 +256,9 @@ def _cursors(
     for column, before in zip(now, then, strict=True):
         if column != before:  # compared in C, and so are the places where they differ
             changed.update(itertools.compress(range(len(column)), map(operator.ne, column, before)))
+    offsets, watermarks, ends, event_times = now
     for at in changed:
-        cursors[at] = SegmentCursor(*(column[at] for column in now))
+        cursors[at] = SegmentCursor(offsets[at], watermarks[at], ends[at], event_times[at])
     return cursors
 
 
