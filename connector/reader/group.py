@@ -272,10 +272,6 @@ class ReaderGroup:
     ) -> EventReader[T]:
         """A reader joining this group under ``reader_id``; see :class:`EventReader`.
 
-        It syncs with the group every ``sync_interval_ms``; syncs that find
-        nothing to do space out up to ten intervals apart (and a quarter of
-        ``lease_ms``), and come back to one interval at the next change.
-
         Joining writes the group's state: on a full disk it fails with
         ResourceExhaustedError (readers already in the group read on).
         """

@@ -4,13 +4,7 @@ Its segments are read through one fetch session (:class:`SegmentFeed`): one
 waiting call for all of them, answered with what changed; a segment answered
 with data is read on once its events were taken.
 
-A reader writes its positions to the group's state every sync interval, and
-learns there what the other readers changed. Syncs that find nothing to
-write and nothing changed space out, each twice the last, up to
-``_IDLE_SYNC_STRETCH`` intervals apart (and a quarter of the lease); a
-position to report, a segment read to its end, or a change found brings
-them back to one interval: an idle group's readers call the store a few
-times a second, not ten times each. When
+A reader writes its positions to the group's state every sync interval. When
 the store cannot store that write (out of disk space: RESOURCE_EXHAUSTED), the
 reader goes on reading the segments it holds, keeps its positions in memory
 and tries the sync again every interval; until one succeeds the group's state
@@ -62,9 +56,6 @@ __all__ = ["EventReader"]
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
-
-#: Idle syncs space out up to this many sync intervals (see the module docstring).
-_IDLE_SYNC_STRETCH = 10
 
 
 class _SegmentInput:
@@ -208,12 +199,6 @@ class EventReader(Generic[T]):
         self._serializer = serializer
         self._lease_ms = lease_ms
         self._sync_interval_s = sync_interval_ms / 1000
-        self._sync_gap_s = self._sync_interval_s  # until the next sync, when idle
-        # Never so far apart that the lease, renewed at half life, could run out between two.
-        self._most_idle_gap_s = max(
-            self._sync_interval_s,
-            min(self._sync_interval_s * _IDLE_SYNC_STRETCH, lease_ms / 4000),
-        )
         self._inputs: dict[str, _SegmentInput] = {}
         # What follows the held segments' moves, brought up to date by _note_moves:
         self._moved: set[str] = set()  # held segments that moved since last looked at
@@ -482,7 +467,7 @@ class EventReader(Generic[T]):
         return {s: inputs[s].position for s in chosen if s in inputs}
 
     def _sync_due(self) -> bool:
-        """Whether to sync now: every interval (longer when idle), or at once on a drained segment.
+        """Whether to sync now: every interval, or at once when a held segment is drained.
 
         After the store refused a sync, the next comes no sooner than an interval later.
         """
@@ -496,8 +481,7 @@ class EventReader(Generic[T]):
             return max(0.0, refused + self._sync_interval_s - now)
         if self._drained:
             return 0.0
-        gap = self._sync_interval_s if self._unreported else self._sync_gap_s
-        return max(0.0, self._last_sync + gap - now)
+        return max(0.0, self._last_sync + self._sync_interval_s - now)
 
     def _sync(self) -> None:
         """Reports positions and finished segments, renews the lease, rebalances.
@@ -545,9 +529,6 @@ class EventReader(Generic[T]):
         self._unreported.clear()
         if record is not self._record:  # else the group is as the last sync left it
             self._follow(record)
-            self._sync_gap_s = self._sync_interval_s
-        elif not finished:  # nothing written, nothing new: the next sync comes later
-            self._sync_gap_s = min(self._most_idle_gap_s, self._sync_gap_s * 2)
         self._served = None
         self._note_moves()
         self._ask_percentile()
