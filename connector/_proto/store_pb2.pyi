@@ -357,14 +357,16 @@ class StateValue(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ..., revision: _Optional[int] = ..., server_time: _Optional[int] = ..., unchanged: bool = ...) -> None: ...
 
 class CompareAndSetStateRequest(_message.Message):
-    __slots__ = ("key", "expected_revision", "value")
+    __slots__ = ("key", "expected_revision", "value", "omit_written_value")
     KEY_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    OMIT_WRITTEN_VALUE_FIELD_NUMBER: _ClassVar[int]
     key: str
     expected_revision: int
     value: bytes
-    def __init__(self, key: _Optional[str] = ..., expected_revision: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
+    omit_written_value: bool
+    def __init__(self, key: _Optional[str] = ..., expected_revision: _Optional[int] = ..., value: _Optional[bytes] = ..., omit_written_value: bool = ...) -> None: ...
 
 class CompareAndSetStateResponse(_message.Message):
     __slots__ = ("written", "current")

@@ -653,6 +653,9 @@ class StoreClient:
     ) -> tuple[bool, StateValue]:
         """Writes ``value`` if the revision is ``expected_revision``; returns (written, current).
 
+        A written value is not sent back (the server is asked to omit it; a
+        server of an older release sends it anyway): ``current`` holds it all the same.
+
         A repeat after a lost answer that finds ``value`` stored at
         ``expected_revision + 1`` reports it written; one that finds the
         value moved on past that revision cannot tell (another writer may
@@ -672,10 +675,13 @@ class StoreClient:
             raise OutcomeUnknownError(msg)
 
         request = _pb.CompareAndSetStateRequest(
-            key=key, expected_revision=expected_revision, value=value
+            key=key, expected_revision=expected_revision, value=value, omit_written_value=True
         )
         response = self._invoke(self._stub.CompareAndSetState, request, on_repeat=on_repeat)
-        return response.written, _state(response.current)
+        current = _state(response.current)
+        if response.written and current.unchanged:  # not sent back: it is the value written
+            current = StateValue(key, value, current.revision, current.server_time)
+        return response.written, current
 
     def delete_state(self, key: str, expected_revision: int) -> tuple[bool, StateValue]:
         """Deletes the value under ``key`` if its revision is ``expected_revision``.

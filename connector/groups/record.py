@@ -8,16 +8,21 @@ A standalone reader group keeps everything its readers share in the store
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+from connector.groups.compact import columns_of, compact_state, read_state
 from connector.groups.state import GroupState
 
 __all__ = ["STATE_KEY_PREFIX", "GroupRecord", "state_key"]
 
 #: Where reader groups keep their records: ``readergroup/scope/group``.
 STATE_KEY_PREFIX = "readergroup/"
+
+#: The ``form`` of records in the compact form; records stored before it have none.
+_COMPACT = 2
 
 
 def state_key(scope: str, group: str) -> str:
@@ -39,13 +44,19 @@ class GroupRecord:
     checkpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        """The stored form: compact JSON, keys sorted (read by :meth:`from_json` of any release)."""
+        """The stored form: compact JSON, keys sorted (read by :meth:`from_json` from now on).
+
+        The state is in its compact form (:mod:`connector.groups.compact`),
+        and the assignments are a column beside it: each readable segment's
+        reader, as its place in a list of the readers.
+        """
         return json.dumps(
             {
+                "form": _COMPACT,
                 "streams": list(self.streams),
                 "generation": self.generation,
-                "state": self.state.to_dict(),
-                "assignments": dict(self.assignments),
+                "state": compact_state(self.state),
+                "assigned": self._assigned(),
                 "leases": dict(self.leases),
                 "checkpoint": self.checkpoint,
                 "checkpoint_pending": sorted(self.checkpoint_pending),
@@ -55,15 +66,42 @@ class GroupRecord:
             separators=(",", ":"),
         ).encode()
 
+    def _assigned(self) -> dict[str, Any]:
+        """The assignments as the stored form keeps them.
+
+        ``readers``, sorted; ``holders``: each readable segment's reader (its
+        place in ``readers``, null for none), in the state's columns' order;
+        ``others``: segments assigned but not readable, if any.
+        """
+        assignments = self.assignments
+        readers = sorted(set(assignments.values()))
+        place = {reader: at for at, reader in enumerate(readers)}
+        names = columns_of(self.state).names
+        holders = list(map(place.get, map(assignments.get, names)))
+        assigned: dict[str, Any] = {"readers": readers, "holders": holders}
+        if len(names) - holders.count(None) < len(assignments):
+            readable = self.state.cursors
+            assigned["others"] = {s: r for s, r in assignments.items() if s not in readable}
+        return assigned
+
     @classmethod
-    def from_json(cls, data: bytes) -> GroupRecord:
-        """Reads :meth:`to_json`'s output."""
+    def from_json(cls, data: bytes, previous: GroupRecord | None = None) -> GroupRecord:
+        """Reads :meth:`to_json`'s output, and the forms stored by older releases.
+
+        The cursors equal to ``previous``'s (the record the caller held
+        before) are ``previous``'s objects.
+        """
         raw = json.loads(data)
+        state = read_state(raw["state"], None if previous is None else previous.state)
+        if raw.get("form") == _COMPACT:
+            assignments = _assignments(raw["assigned"], columns_of(state).names)
+        else:
+            assignments = raw["assignments"]
         return cls(
             streams=tuple(raw["streams"]),
             generation=raw["generation"],
-            state=GroupState.from_dict(raw["state"]),
-            assignments=raw["assignments"],
+            state=state,
+            assignments=assignments,
             leases=raw["leases"],
             checkpoint=raw["checkpoint"],
             checkpoint_pending=frozenset(raw["checkpoint_pending"]),
@@ -81,3 +119,15 @@ class GroupRecord:
         for segment, reader in self.assignments.items():
             held.setdefault(reader, set()).add(segment)
         return {reader: frozenset(segments) for reader, segments in held.items()}
+
+
+def _assignments(assigned: Mapping[str, Any], names: Sequence[str]) -> dict[str, str]:
+    """The assignments of :meth:`GroupRecord._assigned`'s form, over the state's ``names``."""
+    readers, holders = assigned["readers"], assigned["holders"]
+    if None in holders:
+        pairs = zip(names, holders, strict=True)
+        found = {name: readers[at] for name, at in pairs if at is not None}
+    else:
+        found = dict(zip(names, map(readers.__getitem__, holders), strict=True))
+    found.update(assigned.get("others", {}))
+    return found

@@ -189,12 +189,13 @@ class GroupState:
         """A JSON form that :meth:`from_json` reads back to an equal value."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-compatible dict behind :meth:`to_json`."""
-        return {
-            "cursors": {
-                s: [c.offset, c.watermark, c.end, c.event_time] for s, c in self.cursors.items()
-            },
+    def to_dict(self, *, with_cursors: bool = True) -> dict[str, Any]:
+        """The JSON-compatible dict behind :meth:`to_json`.
+
+        Without ``with_cursors`` it leaves the readable segments out, for a
+        form that keeps them otherwise (:mod:`connector.groups.compact`).
+        """
+        tables = {
             "waiting": {
                 s: [w.watermark, sorted(w.waiting_for), w.event_time]
                 for s, w in self.waiting.items()
@@ -203,6 +204,10 @@ class GroupState:
             "end_cut": None if self.end_cut is None else dict(self.end_cut),
             "bounded_to": None if self.bounded_to is None else sorted(self.bounded_to),
         }
+        if not with_cursors:
+            return tables
+        cursors = {s: [c.offset, c.watermark, c.end, c.event_time] for s, c in self.cursors.items()}
+        return {"cursors": cursors, **tables}
 
     @classmethod
     def from_json(cls, text: str) -> GroupState:
@@ -214,11 +219,19 @@ class GroupState:
             raise InvalidArgumentError(msg) from None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GroupState:
-        """The inverse of :meth:`to_dict`; reads the form before event times too."""
+    def from_dict(
+        cls, data: Mapping[str, Any], cursors: Mapping[str, SegmentCursor] | None = None
+    ) -> GroupState:
+        """The inverse of :meth:`to_dict`; reads the form before event times too.
+
+        ``cursors``, when given, are the readable segments, read from another
+        form (``data`` then need not hold them).
+        """
+        if cursors is None:
+            cursors = {s: SegmentCursor(*c) for s, c in data["cursors"].items()}
         bounded = data.get("bounded_to")
         return cls(
-            cursors={s: SegmentCursor(*c) for s, c in data["cursors"].items()},
+            cursors=cursors,
             waiting={
                 s: WaitingSegment(w[0], frozenset(w[1]), *w[2:]) for s, w in data["waiting"].items()
             },

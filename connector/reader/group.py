@@ -248,7 +248,8 @@ class ReaderGroup:
         A sync that finds the record as this handle last read or wrote it
         (the usual case for an idle group) moves none of its bytes (the
         store answers ``unchanged``) and parses nothing. Records are values:
-        nothing changes one in place, so the one kept is handed out again.
+        nothing changes one in place, so the one kept is handed out again,
+        and a new one keeps its cursor objects where they did not change.
         """
         known = self._known  # once: readers in other threads may replace it meanwhile
         stored = self._client.get_state(self._key, None if known is None else known[0])
@@ -257,7 +258,7 @@ class ReaderGroup:
         if known is not None and known[0] == stored.revision:
             if stored.unchanged or known[1] == stored.value:
                 return stored, known[2]
-        record = GroupRecord.from_json(stored.value)
+        record = GroupRecord.from_json(stored.value, None if known is None else known[2])
         self._known = (stored.revision, stored.value, record)
         return stored, record
 

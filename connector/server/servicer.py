@@ -326,7 +326,10 @@ class SegmentStoreServicer(_pb_grpc.SegmentStoreServicer):
             request.expected_revision,
             request.value,
         )
-        return _pb.CompareAndSetStateResponse(written=written, current=state_message(current))
+        stored = state_message(current)
+        if written and request.omit_written_value:  # the caller sent the value
+            stored.value, stored.unchanged = b"", True
+        return _pb.CompareAndSetStateResponse(written=written, current=stored)
 
     async def DeleteState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: D102
         deleted, current = await self._change(

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connector.errors import FailedPreconditionError, InvalidArgumentError
+from connector.groups.compact import compact_state, read_state
 from connector.groups.state import (
     GroupState,
     Successor,
@@ -151,3 +152,4 @@ def test_any_history_keeps_the_group_watermark_monotone_and_lineage_in_order(
             )
             assert set(preds) <= state.finished, f"{name} readable before {preds} finished"
         assert GroupState.from_json(state.to_json()) == state
+        assert read_state(compact_state(state)) == state

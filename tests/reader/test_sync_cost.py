@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from connector._proto import store_pb2 as pb
 from connector.client import JsonSerializer, StoreClient
+from connector.clock import ManualClock
 from connector.groups.record import GroupRecord
 from connector.groups.state import GroupState, Successor
 from connector.model import StateValue
@@ -20,7 +22,7 @@ from connector.reader import ReaderConfig, ReaderGroup, ReaderGroupManager, Time
 from connector.reader.membership import sync
 from connector.reader.source.timekeeping import TimeKeeping
 from connector.server import StoreServer
-from tests.conftest import new_stream_in
+from tests.conftest import new_stream_in, wait_until
 
 SEGMENTS = 4_096
 NOW = 1_000_000
@@ -201,3 +203,69 @@ def test_an_idle_groups_syncs_move_no_record_bytes_and_still_see_the_other_reade
             assert a.read_next_event(timeout_ms=10) is None
         assert len(a.segments) == IDLE_SEGMENTS
         a.close()
+
+
+class RecordBytes:
+    """The group record's bytes a client moves: values it writes, and values answered to it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.moved = 0
+        self.writes = 0
+        invoke = StoreClient._invoke
+
+        def counting(client: StoreClient, call: Any, request: Any, *args: Any, **kw: Any) -> Any:
+            answer = invoke(client, call, request, *args, **kw)
+            if isinstance(request, pb.CompareAndSetStateRequest):
+                self.writes += 1
+                self.moved += len(request.value) + len(answer.current.value)
+            elif isinstance(request, pb.GetStateRequest):
+                self.moved += len(answer.value)
+            return answer
+
+        monkeypatch.setattr(StoreClient, "_invoke", counting)
+
+
+def test_a_tick_round_of_two_readers_moves_few_record_bytes_a_segment(
+    idle_group: ReaderGroup,
+    store_server: StoreServer,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted over gRPC: the record's bytes written and answered, per segment and tick round."""
+    config = ReaderConfig(time_domain=TimeDomain.INGESTION_TIME)
+    with StoreClient(store_server.uri) as other:
+        handle = ReaderGroupManager(other).get_reader_group(idle_group.scope, idle_group.name)
+        readers = [
+            idle_group.create_reader("a", JsonSerializer(), config, sync_interval_ms=5),
+            handle.create_reader("b", JsonSerializer(), config, sync_interval_ms=5),
+        ]
+
+        def read_both() -> None:
+            for reader in readers:
+                reader.read_next_event(timeout_ms=5)
+
+        def shared() -> bool:
+            read_both()
+            return all(len(r.segments) == IDLE_SEGMENTS // 2 for r in readers)
+
+        wait_until(shared, timeout=20, what="the two readers to hold half the segments each")
+        counted = RecordBytes(monkeypatch)
+        rounds = 2
+        for _ in range(rounds):
+            clock.advance(store_server.store.config.max_watermark_lag_ms + 10)
+            assert store_server.store.advance_idle_segments() == IDLE_SEGMENTS
+            ticked = clock.now_ms() - 1
+
+            def risen(ticked: int = ticked) -> bool:
+                read_both()
+                return all(r.last_watermark == ticked for r in readers)
+
+            wait_until(risen, timeout=20, what=f"both readers' watermark to reach {ticked}")
+        moved, writes = counted.moved, counted.writes
+        for reader in readers:
+            reader.close()
+    per_segment = moved / (rounds * IDLE_SEGMENTS)
+    assert writes >= rounds, "the readers wrote no position"
+    assert per_segment < 100, (
+        f"{per_segment:.0f} bytes of the record a segment a round, {writes} writes"
+    )

@@ -40,3 +40,28 @@ def test_a_read_at_the_known_revision_is_unchanged_and_any_other_sends_the_value
     store_client.delete_state(KEY, second.revision)
     gone = store_client.get_state(KEY, known_revision=second.revision)
     assert (gone.unchanged, gone.value, gone.revision) == (False, b"", 0)
+
+
+def test_a_written_compare_and_set_is_answered_without_the_value_when_the_caller_asks(
+    store_client: StoreClient, store_stub: store_pb2_grpc.SegmentStoreStub
+) -> None:
+    store_client.create_scope("s")
+    value = b"x" * 10_000
+
+    def cas(expected: int, omit: bool) -> pb.CompareAndSetStateResponse:
+        request = pb.CompareAndSetStateRequest(
+            key=KEY, expected_revision=expected, value=value, omit_written_value=omit
+        )
+        return store_stub.CompareAndSetState(request)
+
+    written = cas(0, omit=True)
+    assert (written.written, written.current.unchanged) == (True, True)
+    assert (written.current.value, written.current.revision) == (b"", 1)
+    refused = cas(0, omit=True)  # not written: the value stored comes, whatever was asked
+    assert (refused.written, refused.current.unchanged) == (False, False)
+    assert (refused.current.value, refused.current.revision) == (value, 1)
+    older = cas(1, omit=False)  # an older client: the value comes back
+    assert (older.written, older.current.value, older.current.revision) == (True, value, 2)
+
+    done, current = store_client.compare_and_set_state(KEY, 2, b"three")  # asks without it
+    assert (done, current.value, current.revision, current.unchanged) == (True, b"three", 3, False)
