@@ -23,11 +23,13 @@ b. **a reader group**: 2 ``EventReader`` (ingestion-time domain, defaults
    for each watermark the readers returned, the wall time it was returned
    minus its value;
 c. **Spark**: one query (``local[2]``, default trigger, the source's
-   defaults, the ``noop`` sink) over the setup's streams; once its first
-   micro-batch is done, ``--settle`` s, then the CPU of the server and of
-   Spark (its JVM and Python workers) over the window, with Spark's
-   ``latestOffset`` and micro-batch (``triggerExecution``) durations from
-   the progress reports of that window.
+   defaults or ``--spark-option``'s, the ``noop`` sink) over the setup's
+   streams; once it reported its first trigger, ``--settle`` s, then the
+   CPU of the server and of Spark (its JVM and Python workers) over the
+   window, with Spark's ``latestOffset`` durations (and the source's
+   planning: each less the source's wait for a change, ``idleWaitMs``) and
+   micro-batch (``triggerExecution``) durations from the progress reports
+   of that window.
 
 **Peers** (``--parts peers``), once per N and load: Redis (``redis-server``,
 append-only file fsynced every second) with ``XREAD BLOCK 500`` over N
@@ -50,6 +52,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import json
 import math
 import os
 import random
@@ -225,6 +228,7 @@ class SparkRunner:
         query = (
             self.session()
             .readStream.format("tidemark")
+            .options(**dict(args.spark_option))
             .option("uri", store.uri)
             .option("stream", ",".join(store.setup.streams))
             .load()
@@ -238,7 +242,7 @@ class SparkRunner:
                     lambda: query.lastProgress is not None,
                     lambda: query.exception(),
                     args.start_timeout,
-                    "Spark's first micro-batch",
+                    "Spark's first trigger",
                 )
                 time.sleep(args.settle)
                 began = time.time()
@@ -274,13 +278,20 @@ def _wait_for(
 
 
 def _progress(reports: list[Any], began: float, ended: float) -> dict[str, float]:
-    """Spark's ``latestOffset`` and micro-batch durations (ms) of the reports within the window."""
+    """Spark's ``latestOffset`` and micro-batch durations (ms) of the reports within the window.
+
+    A trigger's ``latestOffset`` duration holds the source's wait for a change
+    (``idleWait``), which its reported latest offset says (``idleWaitMs``):
+    the planning is the duration less that wait.
+    """
     inside = []
     for report in reports:
         stamp = datetime.datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00"))
         if began <= stamp.timestamp() <= ended:
             inside.append(report)
     latest = [r["durationMs"].get("latestOffset", float("nan")) for r in inside]
+    waited = [_waited_ms(r) for r in inside]
+    planning = [total - wait for total, wait in zip(latest, waited, strict=True)]
     # A report of a trigger that ran a micro-batch has its addBatch; an idle trigger's has not.
     ran = [r for r in inside if "addBatch" in r["durationMs"]]
     batches = [r["durationMs"]["triggerExecution"] for r in ran]
@@ -288,11 +299,27 @@ def _progress(reports: list[Any], began: float, ended: float) -> dict[str, float
         "reports": len(inside),
         "batches": len(ran),
         "rows": sum(r.get("numInputRows", 0) for r in inside),
-        "latest_offset_p50_ms": statistics.median(latest) if latest else float("nan"),
+        "latest_offset_p50_ms": _median(latest),
         "latest_offset_max_ms": max(latest, default=float("nan")),
-        "batch_p50_ms": statistics.median(batches) if batches else float("nan"),
+        "planning_p50_ms": _median(planning),
+        "planning_max_ms": max(planning, default=float("nan")),
+        "waited_p50_ms": _median(waited),
+        "batch_p50_ms": _median(batches),
         "batch_max_ms": max(batches, default=float("nan")),
     }
+
+
+def _waited_ms(report: Mapping[str, Any]) -> float:
+    """How long the report's trigger waited in ``latestOffset`` (its source's ``idleWaitMs``)."""
+    waited = 0.0
+    for source in report.get("sources", []):
+        with contextlib.suppress(TypeError, ValueError):
+            waited += json.loads(source.get("latestOffset") or "{}").get("idleWaitMs", 0)
+    return waited
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
 
 
 # --- peers -----------------------------------------------------------------------------------
@@ -520,6 +547,7 @@ def measure(args: argparse.Namespace) -> ScaleFigures:
         parts=list(args.parts),
         probes=args.probes,
         probe_interval_ms=args.probe_interval_ms,
+        spark_options=[f"{name}={value}" for name, value in args.spark_option],
     )
 
 
@@ -530,6 +558,8 @@ class ScaleFigures(GridFigures):
     parts: list[str]
     probes: int
     probe_interval_ms: int
+    #: Part c's source options besides the streams (``name=value``; none: the defaults).
+    spark_options: list[str] = field(default_factory=list)
     cells_by_part: dict[str, list[Cell]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -547,13 +577,19 @@ class ScaleFigures(GridFigures):
             "server_c": Target(_cpu(c, "server"), "<", TARGET_SERVER_PERCENT, "%"),
             "probe_p99": Target(_figure(b, "p99_ms"), "<", TARGET_PROBE_P99_MS, "ms"),
             "latest_offset": Target(
-                _figure(c, "latest_offset_p50_ms"), "<", TARGET_LATEST_OFFSET_MS, "ms"
+                _figure(c, "planning_p50_ms"), "<", TARGET_LATEST_OFFSET_MS, "ms"
             ),
             "idle_batch": Target(_figure(c, "batch_p50_ms"), "<", TARGET_IDLE_BATCH_MS, "ms"),
             "reader": Target(_cpu(b, "client"), "<", TARGET_READER_PERCENT, "%"),
             "largest_cpu": Target(self._largest("percent"), "<", 100.0, "%"),
             "largest_missed": Target(self._largest("missed"), "<=", 0),
         }
+
+    @property
+    def spark_source(self) -> str:
+        """How part c's query reads: the source's defaults, or the options it was given."""
+        given = ", ".join(f"`{option}`" for option in self.spark_options)
+        return f"the source's defaults but {given}" if given else "the source's defaults"
 
     def _largest(self, what: str) -> float | None:
         """At N = 16,384: the highest CPU of a process, or the probes missed; None if not run."""
@@ -600,4 +636,21 @@ def options() -> argparse.ArgumentParser:
         "--probe-grace", type=float, default=30.0, help="s to wait for the last probes (30)"
     )
     parser.add_argument("--seed", type=int, default=31, help="picks the probes' segments")
+    parser.add_argument(
+        "--spark-option",
+        type=_name_value,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a source option of part c's query, such as timeDomain=IngestionTime (repeatable)",
+    )
     return parser
+
+
+def _name_value(text: str) -> tuple[str, str]:
+    """``name=value`` as a pair."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        msg = f"{text!r}: expected NAME=VALUE, such as timeDomain=IngestionTime"
+        raise argparse.ArgumentTypeError(msg)
+    return name.strip(), value.strip()

@@ -38,6 +38,8 @@ __all__ = [
     "SinkOptions",
     "for_batch",
     "for_stream",
+    "idle_wait_ms",
+    "idle_watermark_step_ms",
     "min_partitions",
     "parse_interval_ms",
     "parse_stream_cut",
@@ -72,6 +74,7 @@ _SOURCE_OPTIONS = (
     "stallLogAfter",
     "minPartitions",
     "idleWait",
+    "idleWatermarkStep",
 )
 _SINK_OPTIONS = ("uri", "stream", "routingKeyColumn", "eventColumn", "writeId", "assertWatermark")
 
@@ -459,6 +462,22 @@ def idle_wait_ms(options: Mapping[str, str]) -> int:
         msg = f"option 'idleWait' is {text!r}: at most 30 seconds (the longest a call waits)"
         raise InvalidArgumentError(msg)
     return wait
+
+
+def idle_watermark_step_ms(options: Mapping[str, str]) -> int:
+    """``idleWatermarkStep`` (an interval; default 0: any rise) in ms.
+
+    A trigger that finds only watermarks moved (the store's idle ticks: no
+    event, no seal, no new segment) makes a micro-batch only when the
+    watermark Spark sees rose by at least this much; in the processing-time
+    domain, which gives Spark no watermark, never. Data never waits for it
+    (:mod:`spark_adapter.batching`).
+
+    Raises:
+        InvalidArgumentError: not an interval, naming the option.
+    """
+    text = _lookup(options, _SOURCE_OPTIONS).get("idleWatermarkStep")
+    return 0 if text is None else parse_interval_ms(text, "idleWatermarkStep")
 
 
 def min_partitions(options: Mapping[str, str]) -> int:

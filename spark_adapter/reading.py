@@ -13,8 +13,12 @@ the frontier follows, and is all a restart reads back. The driver makes
 and reads each offset's frontier once
 (:class:`~connector.reader.source.FrontierForms`): a trigger that plans
 from the offset it handed out last, while no tail moved, looks at no
-segment and returns that offset (so Spark makes no batch). Once per stall
-longer than ``stallLogAfter`` the driver logs what holds the watermark.
+segment and returns that offset (so Spark makes no batch); a plan that
+moved only watermarks is a new offset when it raises Spark's watermark by
+``idleWatermarkStep`` (:mod:`spark_adapter.batching`; in the
+processing-time domain never), and counts for the figures either way.
+Once per stall longer than ``stallLogAfter`` the driver logs what holds
+the watermark.
 The figures are counted on the tails the planner described last: a trigger
 over idle streams costs the store one small call (a ``DescribeTails`` that
 answers nothing changed), however many segments they have. With
@@ -65,6 +69,7 @@ from connector.reader.source import (
 from connector.reader.source.tasks import spread
 from connector.reader.source.timekeeping import is_late
 from spark_adapter.admission import budget_of, default_read_limit
+from spark_adapter.batching import makes_a_batch
 from spark_adapter.options import DEFAULT_IDLE_WAIT_MS
 from spark_adapter.schema import KIND_EVENT, KIND_WATERMARK
 
@@ -179,15 +184,21 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         stall_log_after_ms: int = DEFAULT_STALL_LOG_AFTER_MS,
         min_partitions: int = 1,
         idle_wait_ms: int = DEFAULT_IDLE_WAIT_MS,
+        idle_watermark_step_ms: int = 0,
     ):
         super().__init__(spec, schema, min_partitions)
         self._reader_group = reader_group
         self._idle_wait_ms = idle_wait_ms
-        self._idle = False  # the last latestOffset found nothing new
+        self._watermark_step_ms = idle_watermark_step_ms
+        self._idle = False  # the last latestOffset found nothing new for Spark
+        self._waited_ms = 0  # how long the last latestOffset waited on the store
         self._start: Frontier | None = None
         self._target: Frontier | None = None
         self._last_end: Frontier | None = None
-        self._published: str | None = None
+        #: The start of the last trigger and its plan, when held back from Spark (no batch).
+        self._held: tuple[Frontier, Frontier] | None = None
+        self._published: str | None = None  # why the last publication failed (None: it did not)
+        self._published_position: Frontier | None = None
         group = "" if reader_group is None else f" (reader group {'/'.join(reader_group)})"
         self._watch = ProgressWatch(
             f"the Spark query{group}", spec.stream_names, _log, stall_log_after_ms
@@ -199,7 +210,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.update(_start=None, _target=None, _last_end=None, _published=None, _described=False)
-        state.update(_idle=False)
+        state.update(_idle=False, _waited_ms=0, _held=None, _published_position=None)
         state.update(_forms=FrontierForms(), _lag_by_stream=None)
         return state
 
@@ -209,7 +220,12 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
             self._start = self._plans.start()
         return self._start
 
-    def _offset(self, frontier: Frontier, planned_to: Frontier | None = None) -> dict[str, Any]:
+    def _offset(
+        self,
+        frontier: Frontier,
+        planned_to: Frontier | None = None,
+        waited_ms: int | None = None,
+    ) -> dict[str, Any]:
         """``frontier`` as Spark's offset, led by the figures of ``planned_to`` (see the module).
 
         The figures are counted on the tails the planner described last (by the
@@ -217,6 +233,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
 
         With ``readerGroup`` it names the group (``scope/group``): a sink with
         ``assertWatermark`` reads it from the offset log to record its stage.
+        With ``waited_ms`` (a report's), it says it as ``idleWaitMs``.
         """
         look = self._watch.look(
             self._plans.client, (planned_to or frontier).state, self._plans.tails
@@ -230,9 +247,11 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
             for name, behind in self._by_stream(look.lag).items()
         }
         named = {} if self._reader_group is None else {"readerGroup": "/".join(self._reader_group)}
+        waited = {} if waited_ms is None else {"idleWaitMs": waited_ms}
         return {
             "streams": streams,
             "progress": _figures(look.progress),
+            **waited,
             **named,
             **self._forms.as_dict(frontier),
         }
@@ -259,7 +278,9 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         """The end of the micro-batch after ``start``: everything now, or what ``limit`` allows.
 
         Returns ``start`` itself when nothing moved (no event, no watermark),
-        so Spark plans no batch and ``Trigger.AvailableNow`` ends. Under
+        so Spark plans no batch and ``Trigger.AvailableNow`` ends, and also
+        when only watermarks moved without raising Spark's by
+        ``idleWatermarkStep`` (:mod:`spark_adapter.batching`). Under
         ``Trigger.AvailableNow`` no end passes the target; a batch that would
         is planned to the target instead (so the last batch of such a run may
         hold more than the limit: what the limit left before the target).
@@ -267,26 +288,41 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         a change, at most ``idleWait`` (not under ``Trigger.AvailableNow``).
         """
         begin = self._forms.from_dict(start)
-        self._publish(begin)
+        self._publish(self._processed(begin))
         wait_ms = self._idle_wait_ms if self._idle and self._target is None else 0
         budget = budget_of(limit, self._spec)
         end = self._plans.next(begin, budget, until=self._target, wait_ms=wait_ms)
+        self._waited_ms = self._plans.tails.waited_ms
         self._last_end = end
         self._described = True
-        self._idle = end is begin or end == begin
+        held = self._held
+        if held is None or held[0] is not begin or held[1] is not end:  # else: held again
+            step = self._watermark_step_ms if self._target is None else 0
+            held = (begin, end) if not makes_a_batch(begin, end, step) else None
+        self._idle = held is not None
+        self._held = held
         return start if self._idle else self._offset(end)
+
+    def _processed(self, begin: Frontier) -> Frontier:
+        """Where the query is: Spark's ``begin``, or the plan held back from it."""
+        held = self._held
+        return held[1] if held is not None and held[0] is begin else begin
 
     def reportLatestOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
         """Every open segment's tail now, for Spark's progress (``latestOffset`` per source).
 
-        Its ``streams`` say how far the last batch planned is behind these
-        tails. Spark asks right after ``latestOffset``, in the same trigger:
-        the tails are then those ``latestOffset`` described (no call).
+        Its ``streams`` say how far the last batch planned (or the plan held
+        back, :mod:`spark_adapter.batching`) is behind these tails, and
+        ``idleWaitMs`` how long that trigger's ``latestOffset`` waited on the
+        store for a change (``idleWait``; its call's whole time, 0 when it
+        could not wait): the rest of Spark's ``latestOffset`` duration is
+        planning. Spark asks right after ``latestOffset``, in the same
+        trigger: the tails are then those ``latestOffset`` described (no call).
         """
         planned = self._last_end if self._last_end is not None else self._initial()
         tail = self._plans.tail(planned, refresh=not self._described)
         self._described = False
-        return self._offset(tail, planned)
+        return self._offset(tail, planned, waited_ms=self._waited_ms)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """A task per lineage chain, cut for ``minPartitions``; the watermark row rides the first.
@@ -306,11 +342,13 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
         runs an uncommitted one again without asking), at every trigger:
         so the position shows as soon as the next trigger, also when no
         batch follows (Spark's own ``commit`` comes only with the next
-        batch). The store is written only when the position moved. A failed
-        publication is logged once per cause, never raised: it is for
-        monitoring, and the next trigger publishes again.
+        batch). The store is asked nothing while the position is the
+        frontier object published last (an idle query's triggers), and
+        written only when the position moved. A failed publication is
+        logged once per cause, never raised: it is for monitoring, and the
+        next trigger publishes again.
         """
-        if self._reader_group is None:
+        if self._reader_group is None or processed is self._published_position:
             return
         scope, group = self._reader_group
         try:
@@ -330,6 +368,7 @@ class TidemarkStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvai
                 cause,
             )
         self._published = cause
+        self._published_position = processed if cause is None else None
 
     def stop(self) -> None:
         """Closes the driver's connection; stopping twice is harmless."""

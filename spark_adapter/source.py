@@ -32,6 +32,7 @@ from spark_adapter.options import (
     for_batch,
     for_stream,
     idle_wait_ms,
+    idle_watermark_step_ms,
     min_partitions,
     read_spec,
     reader_group,
@@ -93,6 +94,7 @@ class TidemarkDataSource(DataSource):
             stall_log_after_ms(self.options),
             min_partitions(self.options),
             idle_wait_ms(self.options),
+            idle_watermark_step_ms(self.options),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

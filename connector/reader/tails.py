@@ -22,6 +22,7 @@ so: one call for the segments with events to count, none for the others.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -30,7 +31,7 @@ from connector._wire import MAX_ITEMS_PER_CALL
 from connector.client.connection import StoreClient
 from connector.errors import StoreUnavailableError, TidemarkError
 from connector.groups.lag import GroupLag, lag_plans, state_lag
-from connector.groups.state import GroupState
+from connector.groups.state import GroupState, SegmentCursor
 from connector.model import PlannedRead, PlanRequest, SegmentTail, StreamTails
 from connector.names import SegmentId
 
@@ -62,6 +63,7 @@ class TailCache:
         #: (None: every segment, a complete answer).
         self._changes: dict[int, frozenset[str] | None] = {}
         self._lag: tuple[int, GroupState, GroupLag] | None = None  # the last lag counted
+        self._waited_ms = 0
 
     def __repr__(self) -> str:
         versions = {s: (k.incarnation, k.version) for s, k in self._known.items()}
@@ -85,8 +87,12 @@ class TailCache:
                 showed in the descriptions.
         """
         for round_ in range(_SCALE_ROUNDS):
+            began = time.monotonic()
             # nothing changed: nothing more is missing (no look over all)
-            if self._describe(wait_ms if round_ == 0 else 0):
+            changed = self._describe(wait_ms if round_ == 0 else 0)
+            if round_ == 0:
+                self._waited_ms = round((time.monotonic() - began) * 1000) if wait_ms else 0
+            if changed:
                 self._missing = self._unknown_successors()
             if not self._missing:
                 return self.described()
@@ -98,6 +104,15 @@ class TailCache:
         if self._view is None:
             return self.refresh()
         return self._view
+
+    @property
+    def waited_ms(self) -> int:
+        """How long the last :meth:`refresh` waited: its call's whole time, 0 if it could not wait.
+
+        For a host that tells the time it spent waiting for a change apart
+        from the time it spent planning (its call includes the store's answer).
+        """
+        return self._waited_ms
 
     @property
     def generation(self) -> int:
@@ -139,17 +154,44 @@ class TailCache:
         The segments behind their tails are counted by the store in one
         call; the others are caught up, with no call. Asked again for the
         same ``state`` object while no tail changed, it answers the lag it
-        counted then, with no call and no look over the segments.
+        counted then, with no call and no look over the segments; asked for
+        a state whose segments are those it counted last, it counts again
+        only the segments whose cursor or tail changed since (after an idle
+        tick, those the tick moved).
         """
         last = self._lag
         if assignments is None and last is not None:
             generation, counted, lag = last
             if generation == self._generation and counted is state:
                 return lag
-        lag = state_lag(state, self.plans(lag_plans(state)), assignments)
+            moved = self._moved_since(counted, state, generation)
+            if moved is not None:
+                lag = _with_moved(lag, self._lag_of(replace(state, cursors=moved)))
+                self._lag = (self._generation, state, lag)
+                return lag
+        lag = self._lag_of(state, assignments)
         if assignments is None:
             self._lag = (self._generation, state, lag)
         return lag
+
+    def _lag_of(self, state: GroupState, assignments: Mapping[str, str] | None = None) -> GroupLag:
+        return state_lag(state, self.plans(lag_plans(state)), assignments)
+
+    def _moved_since(
+        self, counted: GroupState, state: GroupState, generation: int
+    ) -> dict[str, SegmentCursor] | None:
+        """The cursors of ``state`` whose lag may differ from their lag at ``counted``.
+
+        Those that are other objects than ``counted``'s, and those whose
+        tails changed after ``generation``. None when the lag of ``state``
+        must be counted whole: other segments, successors waiting, or the
+        changes of the tails not known.
+        """
+        changed = self.changed_since(generation)
+        mine, theirs = state.cursors, counted.cursors
+        if changed is None or state.waiting or counted.waiting or mine.keys() != theirs.keys():
+            return None
+        return {s: c for s, c in mine.items() if c is not theirs[s] or s in changed}
 
     def _describe(self, wait_ms: int = 0) -> bool:
         """Brings the tails up to date with one call; returns whether any changed."""
@@ -194,6 +236,14 @@ class TailCache:
             for successor in tail.successors
             if successor not in view
         }
+
+
+def _with_moved(lag: GroupLag, moved: GroupLag) -> GroupLag:
+    """``lag`` with the segments of ``moved`` counted anew, in ``lag``'s order."""
+    if not moved.segments:
+        return lag
+    fresh = {segment.segment: segment for segment in moved.segments}
+    return GroupLag(tuple(fresh.get(s.segment, s) for s in lag.segments))
 
 
 def _number(item: tuple[str, SegmentTail]) -> int:

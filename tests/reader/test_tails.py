@@ -162,6 +162,26 @@ def test_an_advance_planned_from_the_tails_is_the_one_planned_segment_by_segment
     assert tails.lag(frontier.state).events == 0
 
 
+def test_a_lag_counted_again_for_what_moved_is_the_lag_counted_whole(
+    store: tuple[StoreServer, StoreClient], clock: ManualClock
+) -> None:
+    """After ticks and events, a state behind, one planned and one at the tail, in turn."""
+    server, client = store
+    stream = new_stream_in(client, 4)
+    planner = planner_of(client, stream)
+    behind = planned = planner.start()
+    with EventWriter(client, stream, JsonSerializer()) as writer:
+        for round_ in range(3):
+            for n in range(round_ + 1):
+                writer.write_event({"n": n}, routing_key=f"key-{n}")
+            writer.flush()
+            tick(server, clock)
+            planned = planner.next(planned, Budget(max_events=2))
+            for state in (behind.state, planned.state, planner.tail(planned).state):
+                assert planner.tails.lag(state) == state_lag(state, client.plan_read)
+    assert planner.tails.lag(planned.state).events > 0
+
+
 def test_a_description_catches_a_scale_with_its_successors_and_the_tail_finishes_the_sealed(
     store: tuple[StoreServer, StoreClient],
 ) -> None:

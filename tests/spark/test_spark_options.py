@@ -20,6 +20,7 @@ from spark_adapter.options import (
     SinkOptions,
     for_batch,
     for_stream,
+    idle_watermark_step_ms,
     min_partitions,
     parse_interval_ms,
     read_spec,
@@ -267,3 +268,11 @@ def test_min_partitions_defaults_to_the_driver_s_cores_and_refuses_a_count_below
     assert min_partitions({"uri": URI, "stream": "iot/sensors", "minpartitions": "6"}) == 6
     with pytest.raises(InvalidArgumentError, match="option 'minPartitions' must be .* got '0'"):
         min_partitions({"uri": URI, "stream": "iot/sensors", "minPartitions": "0"})
+
+
+def test_the_idle_watermark_step_defaults_to_any_rise_and_names_a_bad_value() -> None:
+    settings = {"uri": URI, "stream": "iot/sensors"}
+    assert idle_watermark_step_ms(settings) == 0
+    assert idle_watermark_step_ms({**settings, "idlewatermarkstep": "5 seconds"}) == 5_000
+    with pytest.raises(InvalidArgumentError, match="option 'idleWatermarkStep' .*'soon'"):
+        idle_watermark_step_ms({**settings, "idleWatermarkStep": "soon"})

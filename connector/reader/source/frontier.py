@@ -63,6 +63,31 @@ class Frontier:
         """Whether this frontier's watermark rose above ``other``'s."""
         return rose(self.watermark, other.watermark)
 
+    def reads_as(self, other: Frontier) -> bool:
+        """Whether ``other`` reads what this frontier reads: only watermarks differ.
+
+        The same segments readable at the same offsets, the same waiting for
+        the same predecessors, the same finished with the same ends: nothing
+        lies between the two (an advance over idle segments whose
+        watermarks the store's idle ticks moved). Their watermarks, event
+        times and run counts may differ.
+        """
+        mine, theirs = self.state, other.state
+        if (
+            mine.finished != theirs.finished
+            or self.ends != other.ends
+            or mine.end_cut != theirs.end_cut
+            or mine.bounded_to != theirs.bounded_to
+            or mine.cursors.keys() != theirs.cursors.keys()
+            or mine.waiting.keys() != theirs.waiting.keys()
+        ):
+            return False
+        cursors = theirs.cursors
+        if any(cursors[s].offset != c.offset for s, c in mine.cursors.items()):
+            return False
+        waiting = theirs.waiting
+        return all(waiting[s].waiting_for == w.waiting_for for s, w in mine.waiting.items())
+
     def contains(self, end: Frontier) -> bool:
         """Whether ``end`` reads nothing beyond this frontier (nothing written after it)."""
         mine = self.state

@@ -201,6 +201,26 @@ def test_frontier_forms_read_a_form_they_made_as_the_same_frontier_and_others_an
         forms.from_dict({"state": {}})
 
 
+def test_a_frontier_reads_as_another_when_only_watermarks_moved(
+    store: tuple[Any, StoreClient], clock: ManualClock
+) -> None:
+    server, client = store
+    stream = new_stream_in(client, 2, scope="plan")
+    write(client, stream, clock, ["a", "b"], rounds=1)
+    plans = planner(client, stream, lag_ms=0)
+    begin = plans.tail(plans.start())
+    clock.advance(1_000)
+    server.store.advance_idle_segments()
+    ticked = plans.tail(begin)
+    assert ticked.watermark is not None and ticked.rose_above(begin)
+    assert begin.reads_as(ticked) and ticked.reads_as(begin)
+    write(client, stream, clock, ["a"], rounds=1)
+    assert not ticked.reads_as(plans.tail(ticked))  # an event
+    scope, name = stream.split("/")
+    StreamManager(client).split_segment(scope, name, 0)
+    assert not ticked.reads_as(plans.tail(ticked))  # a seal and new segments
+
+
 def test_start_frontiers_at_earliest_latest_and_a_cut(
     store: tuple[Any, StoreClient], clock: ManualClock
 ) -> None:
