@@ -27,7 +27,7 @@ from examples.spark_chained_pipeline import count_job, recount_job
 
 from .conftest import BatchLog, SyntheticStore, settle, stored_events
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 S = 1_000  # ms per second
 
