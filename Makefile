@@ -31,10 +31,13 @@ FLINK_TESTS := --ignore=tests/spark --ignore=tests/store --ignore=tests/server \
 FLINK_ENV := TIDEMARK_JETSTREAM_TESTS=engine
 # Each half runs its test files on two pytest-xdist workers (a file's tests stay
 # on one worker, so its module fixtures are made once): most of a test's time
-# is waiting on servers, engines and bounded polls, not the CPU. PYTEST_WORKERS=0
-# runs them in this process (for a debugger or -x).
+# is waiting on servers, engines and bounded polls, not the CPU. The workers
+# take the files in collection order, where tests/conftest.py puts the files
+# marked `long` first (xdist's own order, most tests first, would start the
+# long files of one or two tests last and leave one worker alone at the end).
+# PYTEST_WORKERS=0 runs them in this process (for a debugger or -x).
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 PYTEST_ARGS ?=
 
 # A local 3-node NATS JetStream cluster on loopback for `--storage jetstream`

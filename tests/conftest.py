@@ -128,13 +128,21 @@ _FILE_ONLY = ("max_open_files", "compact_after_records")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Runs the Flink tests last, keeping the order within and outside them.
+    """Runs the Flink tests last and, before and among them, the files marked ``long`` first.
 
     On a local mini-cluster PyFlink runs a job's Python in this process, and
     a cancelled job's bundle in flight can outlast its test (a call to the
     test's stopped store retrying, then logging its failure). Last, no other
     test shares the process with that: a CLI test once counted such a log
     line as its own output.
+
+    A file with a test marked ``long`` (the file takes about a minute or
+    more) moves ahead of the unmarked ones, as a whole: ``make test`` hands
+    files to its pytest-xdist workers in this order
+    (``--no-loadscope-reorder``), so the long files start first and the
+    short ones fill the end, and no worker is left alone with a long file at
+    the end while the other idles. Otherwise collection order is kept,
+    within a file too (its module fixtures are made once).
 
     A test marked for storages none of which runs here (JetStream alone, in
     the Flink environment: see :func:`pytest_generate_tests`) is deselected,
@@ -145,7 +153,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=unrun)
         items[:] = [item for item in items if item not in unrun]
     flink = pathlib.Path(__file__).parent / "flink"
-    items.sort(key=lambda item: flink in item.path.parents)
+    long_files = {item.path for item in items if item.get_closest_marker("long") is not None}
+    items.sort(key=lambda item: (flink in item.path.parents, item.path not in long_files))
 
 
 def _storages_here(item: pytest.Item) -> tuple[str, ...] | None:

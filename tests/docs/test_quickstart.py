@@ -27,7 +27,7 @@ from tests.conftest import wait_until
 from tests.docs.runnable import as_shell_script, runnable_blocks
 from tests.readme import README, free_port, localized, shell_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 #: A row of the console sink: |{window start, window end}|sensor|average|.
 _ROW = re.compile(r"^\|\{(\S+ \S+), (\S+ \S+)\}\|([ABC])\s*\|([\d.]+)\s*\|$", flags=re.M)

@@ -42,7 +42,7 @@ from connector.framing import encode_frames
 from connector.reader import ReaderGroupManager
 from tests.store import payloads
 
-pytestmark = [pytest.mark.slow, pytest.mark.storages("file", "jetstream")]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.storages("file", "jetstream")]
 
 SEED = 20261125
 CYCLES = 20

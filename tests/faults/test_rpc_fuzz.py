@@ -25,6 +25,7 @@ BURSTS = 15
 CALLS_PER_BURST = 200
 
 
+@pytest.mark.long
 @pytest.mark.storages("file", "jetstream")
 def test_every_rpc_fuzzed_answers_cleanly_and_leaves_stored_data_alone(
     tmp_path: pathlib.Path, storage: str, jetstream_places: JetStreamPlaces

@@ -28,7 +28,7 @@ from tests.readme import DOCS, localized, shell_block
 
 from .standalone import standalone_cluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 

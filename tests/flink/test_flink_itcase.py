@@ -23,7 +23,7 @@ from flink_adapter.rows import FLINK_LATEST_MS
 from tests.demo_output import check_demo_lines
 from tests.flink.conftest import PYTHON_MODES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 _log = logging.getLogger("tests.flink")
 

@@ -24,7 +24,7 @@ from tests.flink import rest
 from tests.flink.compat_job import STREAM, add_job, source
 from tests.flink.conftest import PYTHON_MODES, environment
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 _SCOPE, _NAME = STREAM.split("/")
 #: Flink's standard connector metrics (FLIP-33) each operator of the source reports.

@@ -29,7 +29,7 @@ from flink_adapter import EventTimeOrderingFunction, FlinkTidemarkReader, TimeDo
 from tests.conftest import CLOCK_START_MS
 from tests.flink.conftest import environment
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 T = CLOCK_START_MS
 OTHERS = [f"w{i}" for i in range(1, 10)]

@@ -16,7 +16,7 @@ from flink_adapter import FlinkTidemarkReader, TimeDomain
 from flink_adapter.python_mode import subtask_of
 from tests.flink.conftest import PYTHON_MODES, environment
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 #: What Flink's current watermark is before the first watermark reaches a task.

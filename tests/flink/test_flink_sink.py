@@ -28,7 +28,7 @@ from connector.framing import iter_frames
 from connector.stages import read_stages
 from flink_adapter import FlinkTidemarkReader, FlinkTidemarkWriter, TimeDomain
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 LAG_MS = 1_000
 

@@ -27,7 +27,7 @@ from flink_adapter import (
 )
 from tests.truncation import truncated_stream
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 LAG_MS = 1_000
 

@@ -92,6 +92,7 @@ def restartable(start_store: Callable[..., StoreServer]) -> _Server:
     return _Server(start_store)
 
 
+@pytest.mark.long
 @settings(
     max_examples=25,
     deadline=None,

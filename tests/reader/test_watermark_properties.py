@@ -23,7 +23,7 @@ from connector.reader import ReaderConfig, ReaderGroupManager, TimeDomain
 from tests.conftest import new_stream_in
 from tests.reader.conftest import ReadLog, drain, read_some
 
-pytestmark = pytest.mark.storages("file", "jetstream")
+pytestmark = [pytest.mark.long, pytest.mark.storages("file", "jetstream")]
 
 LAG_MS = 3
 _runs = itertools.count()

@@ -34,7 +34,7 @@ from tests.conftest import wait_until
 from .secure_server import event_json, start_secure_server
 from .standalone import ReadmeCluster, command_line, descendants
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 KEYS = [f"k{n}" for n in range(6)]
 

@@ -27,9 +27,17 @@ from examples.spark_chained_pipeline import count_job, recount_job
 
 from .conftest import BatchLog, SyntheticStore, settle, stored_events
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 S = 1_000  # ms per second
+#: Rounds of readings, one every 700 ms of the synthetic clock: C's readings trail
+#: the clock by 4 s, so the watermark closes no window in the first two rounds and
+#: about 1.5 windows a round after (a window of 1 s often gets two rounds' readings).
+ROUNDS = 12
+#: The jobs start once the rounds that close nothing are written (their first
+#: micro-batches read those), job 1 restarts after round 5 (3 windows closed) and
+#: job 2 after round 9 (10 closed); the 12 rounds close 16 windows.
+START_AFTER, RESTART_ONE_AFTER, RESTART_TWO_AFTER = 1, 5, 9
 
 
 def job_one(spark: Any, store: SyntheticStore, readings: str, counts: str, folder: Any) -> Any:
@@ -52,18 +60,21 @@ def test_a_job_chained_through_an_asserted_stream_finds_no_result_of_the_first_l
         for sensor in "ABC"
     }
     asserted, plain = BatchLog(), BatchLog()
+    for seq in range(START_AFTER + 1):
+        write_asserting_round(writers, seq, store.clock.now_ms)
+        store.advance(700)
     one = job_one(spark, store, readings, counts, tmp_path / "one")
     two = job_two(spark, store, counts, "EventTime", asserted, tmp_path / "two")
     contrast = job_two(spark, store, counts, "IngestionTime", plain, tmp_path / "plain")
     try:
-        for seq in range(14):
+        for seq in range(START_AFTER + 1, ROUNDS):
             write_asserting_round(writers, seq, store.clock.now_ms)
             store.advance(700)
             settle(one, two, contrast)
-            if seq == 5:  # a restart of job 1, from its checkpoint
+            if seq == RESTART_ONE_AFTER:  # a restart of job 1, from its checkpoint
                 one.stop()
                 one = job_one(spark, store, readings, counts, tmp_path / "one")
-            if seq == 9:  # a restart of job 2
+            if seq == RESTART_TWO_AFTER:  # a restart of job 2
                 two.stop()
                 two = job_two(spark, store, counts, "EventTime", asserted, tmp_path / "two")
     finally:

@@ -24,7 +24,7 @@ from spark_adapter import tumbling_window_count, with_connector_watermark
 
 from .conftest import BatchLog, SyntheticStore, settle, stored_json
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 PAUSE_MS = 500  # what passes between two rounds of readings
 

@@ -26,7 +26,7 @@ from . import window_max as window_max_module
 from .conftest import BatchLog, SyntheticStore, ingestion_read, settle, stored_json
 from .window_max import window_max
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 cloudpickle.register_pickle_by_value(window_max_module)
 

@@ -40,7 +40,7 @@ from spark_adapter import event_time, with_json_fields
 
 from .conftest import BatchLog, SyntheticStore, ingestion_read
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 LAG_MS = 2_000
 SIZE_MS = 10_000

@@ -22,7 +22,7 @@ from tests.readme import DOCS, shell_block, shell_env
 
 from .secure_server import event_json, start_secure_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(\d+)  (\S+Z)  (\S+)  (\{.*\})(  late)?$")

@@ -21,7 +21,7 @@ from connector.client import StoreClient, key_position
 
 from .scripted_source import script
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 Stored = dict[str, list[tuple[str | None, bytes]]]
 

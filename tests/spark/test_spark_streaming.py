@@ -26,7 +26,7 @@ from tests.conftest import wait_until
 
 from .conftest import BatchLog, SyntheticStore, read_to_end, settle
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 KEYS = [f"k{i}" for i in range(12)]  # spread over every segment of the scalings below
 

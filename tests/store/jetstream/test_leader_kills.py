@@ -36,7 +36,7 @@ from connector.reader.group import ReaderGroup
 from tests.conftest import ServerProcess, wait_until
 from tests.store.jetstream.failover_proxy import FailoverProxy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 CYCLES = 10
 KEYS = [f"key-{n}" for n in range(6)]
