@@ -212,7 +212,6 @@ class EventReader(Generic[T]):
         self._client = group.client
         self._serializer = serializer
         self._lease_ms = lease_ms
-        self._sync_interval_s = sync_interval_ms / 1000
         self._pace = SyncPace(
             sync_interval_ms,
             idle_sync_bound_ms(max_idle_sync_interval_ms, sync_interval_ms, lease_ms),
@@ -499,7 +498,7 @@ class EventReader(Generic[T]):
         now = time.monotonic()
         refused = self._sync_refused_at
         if refused is not None:
-            return max(0.0, refused + self._sync_interval_s - now)
+            return max(0.0, refused + self._pace.interval_s - now)
         if self._drained:
             return 0.0
         gap = self._pace.gap_s(moved=bool(self._unreported or self._moved))
