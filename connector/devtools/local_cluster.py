@@ -390,21 +390,43 @@ class LocalCluster:
             for account in (jsz or {}).get("account_details", []) or []:
                 for detail in account.get("stream_detail", []) or []:
                     if detail.get("name") == stream:
-                        leader = (detail.get("cluster") or {}).get("leader")
-                        names = [self.node_name(n) for n in range(len(self.ports))]
-                        return names.index(leader) if leader in names else None
+                        return self.node_name_index((detail.get("cluster") or {}).get("leader"))
         return None
 
+    def peers_current(self, node: int) -> bool:
+        """Whether node ``node``, if it leads, has heard lately from every other node.
+
+        Until it has, it may place no replica on a node (JetStream's "no
+        suitable peers for placement, peer offline").
+        """
+        jsz = self._monitor(node, "/jsz")
+        meta = jsz.get("meta_cluster") if jsz else None
+        if not isinstance(meta, dict):
+            return False
+        peers = meta.get("replicas") or []
+        others = len(self.ports) - 1
+        return len(peers) == others and all(
+            p.get("current") and not p.get("offline") for p in peers
+        )
+
     def wait_ready(self, timeout_s: float = 30.0) -> None:
-        """Waits until every node is healthy and sees the same meta leader."""
+        """Waits until every node is healthy, all see the same meta leader, and it sees them all."""
 
         def ready() -> bool:
             if not all(self._healthy(n) for n in range(len(self.ports))):
                 return False
             leaders = {self.meta_leader(n) for n in range(len(self.ports))}
-            return len(leaders) == 1 and None not in leaders
+            if len(leaders) != 1 or None in leaders:
+                return False
+            leader = self.node_name_index(leaders.pop())
+            return leader is not None and self.peers_current(leader)
 
-        self._wait(ready, timeout_s, "the cluster's meta leader")
+        self._wait(ready, timeout_s, "the cluster's meta leader and its peers")
+
+    def node_name_index(self, name: str | None) -> int | None:
+        """The node whose server name is ``name`` (None: no such node)."""
+        names = [self.node_name(n) for n in range(len(self.ports))]
+        return names.index(name) if name in names else None
 
     def _wait(self, condition: object, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s

@@ -79,6 +79,10 @@ _SUBJECT_BUSY = 10164
 _STREAM_NOT_FOUND = 10059
 _NO_MESSAGE = 10037
 _CLUSTER_UNAVAILABLE = frozenset({10008, 10074, 10075})
+#: "No suitable peers for placement": a lasting refusal (more replicas than nodes, no room), or
+#: a passing one while a node is offline (restarting, or not yet heard from after a start).
+_NO_PEERS = 10005
+_PEER_OFFLINE = "peer offline"
 #: The shortest timeout a request is given when a call's budget is nearly spent.
 _LEAST_TIMEOUT_S = 0.01
 
@@ -136,7 +140,8 @@ def _refusal(error: Mapping[str, Any], what: str) -> TidemarkError:
         return StreamMissing(f"{what}: {description}")
     if code == _NO_MESSAGE:
         return NoMessage(f"{what}: {description}")
-    if code in _CLUSTER_UNAVAILABLE or error.get("code") == 503:
+    passing = code == _NO_PEERS and _PEER_OFFLINE in description
+    if code in _CLUSTER_UNAVAILABLE or passing or error.get("code") == 503:
         return EngineUnavailable(f"{what}: the JetStream cluster is unavailable ({description})")
     return EngineRefused(f"{what}: JetStream refused it (error {code}: {description})")
 
