@@ -35,7 +35,9 @@ __all__ = [
     "StreamState",
     "StreamTruncated",
     "SegmentTime",
+    "StreamTicked",
     "Ticked",
+    "changes_in",
     "WatermarkAsserted",
     "WritersTimedOut",
     "decode",
@@ -161,6 +163,21 @@ class Ticked:
 
 
 @dataclass(frozen=True)
+class StreamTicked:
+    """Idle ticks of some of a stream's segments, one record for a round of them.
+
+    Each segment's tail watermark moves to its ``time_ms - 1``. A round of
+    ticks over thousands of idle segments is one journal entry per stream,
+    not one per segment (:class:`Ticked`, which journals written before
+    this record still hold).
+    """
+
+    scope: str
+    stream: str
+    segments: tuple[SegmentTime, ...]
+
+
+@dataclass(frozen=True)
 class WatermarkAsserted:
     """A writer's assertion (seed 002's W_SET) or idle mark (W_IDLE: ``event_time`` None).
 
@@ -258,6 +275,7 @@ Record = (
     | StreamTruncated
     | Committed
     | Ticked
+    | StreamTicked
     | WatermarkAsserted
     | WritersTimedOut
     | StateSet
@@ -307,6 +325,10 @@ def encode(record: Record) -> dict[str, Any]:
             return encoded
         case Ticked(segment, time_ms):
             return {"op": "tick", "seg": segment, "t": time_ms}
+        case StreamTicked(scope, stream, segments):
+            encoded = {"op": "ticks", "scope": scope, "stream": stream}
+            encoded["segs"] = [[s.number, s.time_ms] for s in segments]
+            return encoded
         case WatermarkAsserted(scope, stream, writer_id, number, event_time, segments, fences):
             encoded = {"op": "assert", "scope": scope, "stream": stream, "w": writer_id}
             encoded.update(k=number, et=event_time, segs=[[s.number, s.time_ms] for s in segments])
@@ -333,6 +355,22 @@ def encode(record: Record) -> dict[str, Any]:
             }
     msg = f"not a journal record: {record!r}"
     raise TypeError(msg)
+
+
+def changes_in(encoded: Mapping[str, Any]) -> int:
+    """How many segment changes a journal entry stands for: compaction's measure of history.
+
+    A round of ticks counts the segments it ticked and a stream's state (in a
+    snapshot) the segments it holds, so a journal is compacted after as many
+    changes whether they were journaled one per entry or a round per entry.
+    Any other entry counts one.
+    """
+    op = encoded.get("op")
+    if op == "ticks":
+        return max(1, len(encoded["segs"]))
+    if op == "stream_state":
+        return max(1, len(encoded["segments"]))
+    return 1
 
 
 def decode(encoded: Mapping[str, Any]) -> Record:
@@ -379,6 +417,9 @@ def decode(encoded: Mapping[str, Any]) -> Record:
         )
     if op == "tick":
         return Ticked(encoded["seg"], encoded["t"])
+    if op == "ticks":
+        stamps = tuple(SegmentTime(*s) for s in encoded["segs"])
+        return StreamTicked(encoded["scope"], encoded["stream"], stamps)
     if op == "assert":
         return WatermarkAsserted(
             encoded["scope"],

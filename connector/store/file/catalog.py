@@ -34,6 +34,7 @@ from connector.store.records import (
     StreamScaled,
     StreamSealed,
     StreamState,
+    StreamTicked,
     StreamTruncated,
     Ticked,
     WatermarkAsserted,
@@ -209,6 +210,10 @@ class Catalog:
                     )
                 case Ticked(segment, time_ms):
                     self.segment_named(segment).apply_tick(time_ms)
+                case StreamTicked(scope, stream, stamps):
+                    ticked = self._streams[(scope, stream)].segments
+                    for stamp in stamps:
+                        ticked[stamp.number].apply_tick(stamp.time_ms)
                 case WatermarkAsserted(scope, stream):
                     apply_asserted(self._streams[(scope, stream)], record)
                 case WritersTimedOut(scope, stream):

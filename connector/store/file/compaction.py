@@ -25,6 +25,9 @@ class Compaction:
 
     The journal is rewritten once it holds ``after_records`` records and twice
     as many as its last snapshot, so compaction costs amortized O(1) per record.
+    Records are counted as the journal weighs them
+    (:func:`~connector.store.records.changes_in`: a round of ticks and a
+    stream's state count their segments).
     """
 
     def __init__(self, journal: Journal, catalog: Catalog, after_records: int):
@@ -47,5 +50,5 @@ class Compaction:
             return
         snapshot = [encode(record) for record in self._catalog.snapshot()]
         self._journal.rewrite(snapshot)
-        _log.info("compacted the journal: %d records to %d", records, len(snapshot))
-        self._snapshot_records = len(snapshot)
+        _log.info("compacted the journal: %d changes to %d records", records, len(snapshot))
+        self._snapshot_records = self._journal.records

@@ -23,7 +23,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,12 +230,15 @@ def damage_message(path: str, found: JournalScan) -> str:
 class Journal:
     """An append-only record log in one file."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, weigh: Callable[[Mapping[str, Any]], int] = lambda _: 1):
         self._path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[bytes] = []
+        self._pending_weight = 0
         self._size = os.fstat(self._fd).st_size
-        #: How many records the file holds (known after :meth:`replay`).
+        self._weigh = weigh
+        #: How many records the file holds, each counted as ``weigh`` says (one by default;
+        #: known after :meth:`replay`).
         self.records = 0
 
     def replay(self) -> Iterator[dict[str, Any]]:
@@ -253,14 +256,15 @@ class Journal:
         self.records = 0
         for record in found.records:
             try:
-                yield body(data, record)
+                decoded = body(data, record)
             except ValueError:  # its checksum holds: written so (never by this store)
                 msg = (
                     f"journal {quoted(self._path)}: the record at byte {record[0]} passes its "
                     "checksum but is not JSON. Nothing was cut."
                 )
                 raise DataDirDamagedError(msg, self._path, record[0]) from None
-            self.records += 1
+            yield decoded
+            self.records += self._weigh(decoded)
         pos = found.intact_end
         if pos != len(data):
             _log.warning("journal %s: cutting a torn tail of %d bytes", self._path, len(data) - pos)
@@ -271,6 +275,7 @@ class Journal:
     def add(self, record: dict[str, Any]) -> None:
         """Queues a record; it is durable after the next :meth:`sync`."""
         self._pending.append(_encode(record))
+        self._pending_weight += self._weigh(record)
 
     def sync(self) -> None:
         """Writes the queued records and fsyncs the file: all of them durable, or none.
@@ -283,8 +288,9 @@ class Journal:
         if not self._pending:
             return
         data = b"".join(self._pending)
-        count = len(self._pending)
+        count = self._pending_weight
         self._pending.clear()
+        self._pending_weight = 0
         try:
             write_all(self._fd, data, self._size)
             os.fdatasync(self._fd)
@@ -326,7 +332,7 @@ class Journal:
         os.close(self._fd)
         self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self._size = len(data)
-        self.records = len(records)
+        self.records = sum(self._weigh(record) for record in records)
         return self._size
 
     @property
@@ -347,6 +353,7 @@ class Journal:
     def discard(self) -> None:
         """Drops the queued records (their group failed before the journal was written)."""
         self._pending.clear()
+        self._pending_weight = 0
 
     def close(self) -> None:
         """Closes the file; closing twice is harmless."""

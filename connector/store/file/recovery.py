@@ -22,7 +22,7 @@ from connector.errors import DataDirDamagedError, quoted
 from connector.store.file.catalog import Catalog
 from connector.store.file.data_dir import unusable
 from connector.store.file.journal import Journal
-from connector.store.records import decode
+from connector.store.records import changes_in, decode
 
 __all__ = ["open_journal", "recover"]
 
@@ -38,7 +38,7 @@ def open_journal(data_dir: str) -> Journal:
     """
     try:
         os.makedirs(os.path.join(data_dir, "segments"), exist_ok=True)
-        return Journal(os.path.join(data_dir, "journal.log"))
+        return Journal(os.path.join(data_dir, "journal.log"), weigh=changes_in)
     except OSError as error:
         raise unusable(data_dir, error) from None
 

@@ -48,14 +48,15 @@ from connector.store.records import (
     Record,
     ScopeCreated,
     ScopeDeleted,
+    SegmentTime,
     StateDeleted,
     StateSet,
     StreamCreated,
     StreamDeleted,
     StreamScaled,
     StreamSealed,
+    StreamTicked,
     StreamTruncated,
-    Ticked,
     WatermarkAsserted,
     WritersTimedOut,
 )
@@ -338,17 +339,24 @@ class FileEngine:
 
         def prepare() -> Publish:
             publishes = []
-            for segment in self._catalog.segments():
-                if not due(segment):
-                    continue
-                time_ms, undo = segment.stage_time(now_ms)
-                self._sequencer.on_failure(undo)
-                publishes.append(self._sequencer.record(Ticked(segment.name, time_ms)))
+            ticked = 0
+            for entry in self._catalog.streams():
+                stamps = []
+                for number, segment in entry.segments.items():
+                    if not due(segment):
+                        continue
+                    time_ms, undo = segment.stage_time(now_ms)
+                    self._sequencer.on_failure(undo)
+                    stamps.append(SegmentTime(number, time_ms))
+                if stamps:  # one record a stream: a round over thousands of segments is a few
+                    record = StreamTicked(entry.scope, entry.stream, tuple(stamps))
+                    publishes.append(self._sequencer.record(record))
+                    ticked += len(stamps)
 
             def published() -> int:
                 for publish in publishes:
                     publish()
-                return len(publishes)
+                return ticked
 
             return published
 

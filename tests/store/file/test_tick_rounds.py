@@ -1,0 +1,92 @@
+"""A round of idle ticks is one journal record a stream, and a journal of either form restarts."""
+
+from __future__ import annotations
+
+import pathlib
+
+from connector.clock import ManualClock
+from connector.store import SegmentStore, StoreConfig
+from connector.store.file.journal import Journal
+from connector.store.records import changes_in
+
+LAG = 100
+SEGMENTS = 64
+
+
+def _config(data_dir: pathlib.Path, clock: ManualClock, compact_after: int) -> StoreConfig:
+    return StoreConfig(
+        str(data_dir),
+        clock=clock,
+        max_watermark_lag_ms=LAG,
+        polling_period_ms=None,
+        compact_after_records=compact_after,
+    )
+
+
+def _journal(data_dir: pathlib.Path) -> list[dict]:
+    return list(Journal(str(data_dir / "journal.log")).replay())
+
+
+def _watermarks(store: SegmentStore) -> dict[str, int]:
+    return {
+        s.segment: store.segment_info(s.segment).watermark
+        for s in store.describe_stream("r", "wide").segments
+    }
+
+
+def test_a_round_of_ticks_over_a_wide_stream_is_one_record_that_restarts_to_the_same_watermarks(
+    tmp_path: pathlib.Path, clock: ManualClock
+) -> None:
+    config = _config(tmp_path, clock, compact_after=10_000_000)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "wide", SEGMENTS)
+        store.create_stream("r", "narrow", 2)
+        before = len(_journal(tmp_path))
+        clock.advance(LAG + 1)
+        assert store.advance_idle_segments() == SEGMENTS + 2
+        watermarks = _watermarks(store)
+    rounds = _journal(tmp_path)[before:]
+    assert [(r["op"], r["stream"], len(r["segs"])) for r in rounds] == [
+        ("ticks", "wide", SEGMENTS),
+        ("ticks", "narrow", 2),
+    ]
+    assert {changes_in(r) for r in rounds} == {SEGMENTS, 2}, "compaction counts each segment"
+    with SegmentStore(config) as reopened:
+        assert _watermarks(reopened) == watermarks
+        assert set(watermarks.values()) == {clock.now_ms() - 1}
+
+
+def test_a_journal_of_one_tick_record_a_segment_still_restarts_to_its_watermarks(
+    tmp_path: pathlib.Path, clock: ManualClock
+) -> None:
+    # Journals written before rounds were one record hold a record per ticked segment.
+    config = _config(tmp_path, clock, compact_after=10_000_000)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "wide", 2)
+    clock.advance(LAG + 1)
+    journal = Journal(str(tmp_path / "journal.log"))
+    list(journal.replay())
+    for number in range(2):
+        journal.add({"op": "tick", "seg": f"r/wide/{number}", "t": clock.now_ms()})
+    journal.sync()
+    journal.close()
+    with SegmentStore(config) as reopened:
+        assert set(_watermarks(reopened).values()) == {clock.now_ms() - 1}
+
+
+def test_rounds_of_ticks_are_compacted_after_as_many_segment_ticks_as_single_records_were(
+    tmp_path: pathlib.Path, clock: ManualClock
+) -> None:
+    config = _config(tmp_path, clock, compact_after=500)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "wide", SEGMENTS)
+        for _ in range(20):  # 1,280 segment ticks in 20 records: compacted at least twice
+            clock.advance(LAG + 1)
+            store.advance_idle_segments()
+        watermarks = _watermarks(store)
+    assert len(_journal(tmp_path)) < 10, "compacted"
+    with SegmentStore(config) as reopened:
+        assert _watermarks(reopened) == watermarks
