@@ -131,6 +131,22 @@ def _fences(
     return tuple(fenced)
 
 
+def may_have_silent_writers(entry: StreamEntry[S]) -> bool:
+    """Whether an open segment of the stream holds an active writer's mark (a cheap look).
+
+    Only such a stream can have a writer to mark idle (:func:`timeout_record`);
+    a stream nobody asserted event time on is passed over without a decision.
+    """
+    if entry.sealed:
+        return False
+    return any(
+        mark.active
+        for segment in entry.segments.values()
+        if not segment.pending_sealed
+        for mark in segment.pending_marks().values()
+    )
+
+
 def timeout_record(entry: StreamEntry[S], now_ms: int, timeout_ms: int) -> WritersTimedOut | None:
     """The record marking idle the stream's writers silent for over ``timeout_ms``; None if none is.
 

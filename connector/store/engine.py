@@ -212,8 +212,15 @@ class Engine(Protocol[S]):
         """
         ...
 
-    def change_every_stream(self, decide: Decide[S]) -> list[Record]:
-        """Stores the record ``decide`` makes of each stream that has one (writers' timeouts)."""
+    def change_every_stream(
+        self, decide: Decide[S], among: Callable[[StreamEntry[S]], bool] | None = None
+    ) -> list[Record]:
+        """Stores the record ``decide`` makes of each stream that has one (writers' timeouts).
+
+        ``among``, when given, is a cheap look at a stream's live entry that
+        picks the streams to decide about at all: the others are passed over
+        without the copy or the staging a decision takes.
+        """
         ...
 
     def truncate(

@@ -48,7 +48,12 @@ from connector.model import (
     TruncationResult,
 )
 from connector.names import SegmentId, validate_name
-from connector.store.assertions import assertion_is_new, assertion_record, timeout_record
+from connector.store.assertions import (
+    assertion_is_new,
+    assertion_record,
+    may_have_silent_writers,
+    timeout_record,
+)
 from connector.store.changes import Listener
 from connector.store.config import StorageConfig, StoreObserver
 from connector.store.engine import Batch, Creation, Decide, Engine, Riding, Stored
@@ -339,7 +344,9 @@ class StoreFront(Generic[S]):
         """Marks silent writers idle (see :meth:`Storage.mark_silent_writers_idle`)."""
         now = self._clock.now_ms()
         timeout = self.config.writer_idle_timeout_ms
-        records = self.engine.change_every_stream(lambda e: timeout_record(e, now, timeout))
+        records = self.engine.change_every_stream(
+            lambda e: timeout_record(e, now, timeout), among=may_have_silent_writers
+        )
         silent = sum(len(r.writer_ids) for r in records if isinstance(r, WritersTimedOut))
         if silent:
             self.observer.timed_out(silent)

@@ -21,6 +21,7 @@ from connector.clock import ManualClock
 from connector.errors import FailedPreconditionError, InvalidArgumentError
 from connector.model import Assertion
 from connector.server import StoreServer
+from connector.store import front
 from tests.conftest import segment_inside
 
 from . import read_frames
@@ -310,6 +311,31 @@ def test_writers_silent_past_the_idle_timeout_stop_holding_the_watermark_back(
         assert server.store.mark_silent_writers_idle() == 1
         assert not c.assert_watermark("sc", "st", "slow", 1, 150).stored
         assert c.segment_info(segment).event_time_watermark is None
+
+
+def test_the_timeout_scan_decides_only_about_streams_where_a_writer_asserted(
+    start_store: Callable[..., StoreServer], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Thousands of streams nobody asserted event time on cost the scan a look each, not a
+    # decision (a copy of the stream and its staging, every polling period).
+    decided: list[str] = []
+    real = front.timeout_record
+
+    def counted(entry, now_ms, timeout_ms):  # noqa: ANN001, ANN202
+        decided.append(entry.stream)
+        return real(entry, now_ms, timeout_ms)
+
+    monkeypatch.setattr(front, "timeout_record", counted)
+    server = start_store(writer_idle_timeout_ms=60_000)
+    with StoreClient(server.uri) as c:
+        _stream(c, "asserted")
+        for number in range(3):
+            _stream(c, f"quiet{number}", segments=2)
+        c.assert_watermark("sc", "asserted", "w", 0, 100)
+        clock.advance(60_010)
+        assert server.store.mark_silent_writers_idle() == 1
+        assert server.store.mark_silent_writers_idle() == 0  # idle now: nothing to decide
+    assert decided == ["asserted"]
 
 
 def test_a_timeout_of_zero_never_marks_a_writer_idle(

@@ -189,11 +189,14 @@ class FileEngine:
 
         return self._sequencer.submit(prepare, barrier=not grouped)
 
-    def change_every_stream(self, decide: Decide[Segment]) -> list[Record]:
-        """Stores the record ``decide`` makes of each stream, all in one group."""
+    def change_every_stream(
+        self, decide: Decide[Segment], among: Callable[[StreamEntry[Segment]], bool] | None = None
+    ) -> list[Record]:
+        """Stores the record ``decide`` makes of each stream ``among`` picks, all in one group."""
 
         def prepare() -> Publish:
-            staged = [self._staged(entry, decide) for entry in self._catalog.streams()]
+            picked = (e for e in self._catalog.streams() if among is None or among(e))
+            staged = [self._staged(entry, decide) for entry in picked]
             return lambda: [r for r in (publish() for publish in staged) if r is not None]
 
         return self._sequencer.submit(prepare, barrier=False)

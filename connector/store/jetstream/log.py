@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from connector.errors import NotFoundError
 from connector.names import SegmentId
@@ -106,6 +106,11 @@ class StreamLog:
         """Holds the log still (no message applied) for the ``with`` block."""
         with self._lock:
             yield
+
+    def picked(self, among: Callable[[StreamEntry[JetStreamSegment]], bool]) -> bool:
+        """``among(entry)`` on the live entry, the log held still; no copy is made."""
+        with self._lock:
+            return among(self.entry)
 
     def snapshot(self) -> StreamEntry[JetStreamSegment]:
         """The stream's entry as a copy whose segment map later messages do not change."""

@@ -354,9 +354,14 @@ class JetStreamEngine:
         """Publishes the record ``decide`` makes (see :mod:`.publisher`); every change alike."""
         return self._publisher.change(self._follower(scope, stream), decide)[1]
 
-    def change_every_stream(self, decide: Decide[JetStreamSegment]) -> list[Record]:
-        """Publishes the record ``decide`` makes of each followed stream that has one."""
-        changes = (self._publisher.change(f, decide)[1] for f in self._followers.all())
+    def change_every_stream(
+        self,
+        decide: Decide[JetStreamSegment],
+        among: Callable[[StreamEntry[JetStreamSegment]], bool] | None = None,
+    ) -> list[Record]:
+        """Publishes the record ``decide`` makes of each followed stream ``among`` picks."""
+        picked = (f for f in self._followers.all() if among is None or f.log.picked(among))
+        changes = (self._publisher.change(f, decide)[1] for f in picked)
         return [record for record in changes if record is not None]
 
     def truncate(
