@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from connector.reader.source import Frontier
 from spark_adapter import order_by_event_time, with_connector_watermark
 
 from .conftest import BatchLog, SyntheticStore, settle
@@ -90,14 +91,15 @@ def test_progress_reports_the_tails_so_it_shows_how_far_behind_the_query_is(
     ends = [json.loads(p["endOffset"]) for p in progress]
 
     def positions(offset: dict[str, Any]) -> dict[str, int]:
-        return {s: cursor[0] for s, cursor in offset["state"]["cursors"].items()}
+        cursors = Frontier.from_dict(offset).state.cursors
+        return {s: cursor.offset for s, cursor in cursors.items()}
 
     assert all(positions(r) == tails for r in reported)  # the tails, from the first batch on
     assert positions(ends[0]) != tails  # while the batches were behind them
     assert positions(ends[-1]) == tails
 
 
-def test_offsets_in_the_checkpoint_are_nested_json(
+def test_offsets_in_the_checkpoint_are_nested_json_with_a_column_per_field(
     spark: Any, synthetic_store: SyntheticStore, tmp_path: pathlib.Path
 ) -> None:
     store = synthetic_store
@@ -117,4 +119,6 @@ def test_offsets_in_the_checkpoint_are_nested_json(
     lines = (checkpoint / "offsets" / "0").read_text().splitlines()
     offset = json.loads(lines[-1])  # the source's offset, after Spark's version and metadata
     assert isinstance(offset["state"], dict) and isinstance(offset["ends"], dict)
-    assert all(isinstance(c, list) for c in offset["state"]["cursors"].values())
+    columns = offset["state"]["columns"]
+    assert all(isinstance(columns[c], list | dict) for c in ("offsets", "watermarks", "ends"))
+    assert len(Frontier.from_dict(offset).state.cursors) == 2

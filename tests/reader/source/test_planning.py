@@ -170,6 +170,9 @@ def test_a_frontier_round_trips_through_dicts_and_json_and_reads_the_older_form(
     assert Frontier.from_dict(frontier.to_dict()) == frontier
     assert Frontier.from_json(frontier.to_json()) == frontier
     assert isinstance(frontier.to_dict()["state"], dict)  # nested values, not JSON in strings
+    assert "columns" in frontier.to_dict()["state"]  # the compact form, a column per field
+    nested = {"state": frontier.state.to_dict(), "ends": {}, "watermark": frontier.watermark}
+    assert Frontier.from_dict(nested) == frontier  # the form of the releases before it
     older = {"state": frontier.state.to_json(), "ends": "{}", "watermark": frontier.watermark}
     assert Frontier.from_dict(older) == frontier
     no_watermark = {"state": frontier.state.to_json(), "ends": "{}", "watermark": -1}
