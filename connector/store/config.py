@@ -79,9 +79,10 @@ class StoreConfig(StorageConfig):
             used first); None takes a quarter of the process's descriptor
             limit, 16 to 1024.
         compact_after_records: the journal is compacted (rewritten as a
-            snapshot of the live state) once it holds this many records and
-            twice as many as its last snapshot, so a restart replays the live
-            state and at most this many records of history.
+            snapshot of the live state) once it holds this many records (a
+            round of ticks counting the segments it ticked) and twice the
+            bytes of its last snapshot, so a restart replays the live state
+            and at most this many records of history or twice its bytes.
     """
 
     data_dir: str

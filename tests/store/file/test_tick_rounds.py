@@ -83,10 +83,31 @@ def test_rounds_of_ticks_are_compacted_after_as_many_segment_ticks_as_single_rec
     with SegmentStore(config) as store:
         store.create_scope("r")
         store.create_stream("r", "wide", SEGMENTS)
-        for _ in range(20):  # 1,280 segment ticks in 20 records: compacted at least twice
+        for _ in range(10):  # 640 segment ticks in 10 records: compacted after the 8th
             clock.advance(LAG + 1)
             store.advance_idle_segments()
         watermarks = _watermarks(store)
-    assert len(_journal(tmp_path)) < 10, "compacted"
+    assert [r["op"] for r in _journal(tmp_path)] == ["scope", "stream_state", "ticks", "ticks"]
     with SegmentStore(config) as reopened:
         assert _watermarks(reopened) == watermarks
+
+
+def test_a_large_snapshot_is_rewritten_only_once_the_journal_doubled_its_bytes(
+    tmp_path: pathlib.Path, clock: ManualClock
+) -> None:
+    # A rewrite holds the store's changes back while it runs: at thousands of idle segments
+    # it came every few tick rounds when counted in records alone.
+    config = _config(tmp_path, clock, compact_after=100)
+    with SegmentStore(config) as store:
+        store.create_scope("r")
+        store.create_stream("r", "wide", SEGMENTS)
+        sizes = []
+        for _ in range(60):
+            clock.advance(LAG + 1)
+            store.advance_idle_segments()
+            sizes.append(store.journal_size())
+        rewrites = [i for i in range(1, len(sizes)) if sizes[i] < sizes[i - 1]]
+        snapshot = sizes[rewrites[0]] - (sizes[rewrites[0] + 1] - sizes[rewrites[0]])
+        assert len(rewrites) >= 2, sizes
+        for before in (sizes[i - 1] for i in rewrites[1:]):
+            assert before >= 2 * snapshot - 2_000, (before, snapshot)  # a round's bytes of slack
