@@ -8,23 +8,20 @@ from connector.clock import ManualClock
 from connector.store import SegmentStore, StoreConfig
 from connector.store.file.journal import Journal
 from connector.store.records import changes_in
+from tests.store.file.test_store_compaction import LAG, _config
 
-LAG = 100
 SEGMENTS = 64
-
-
-def _config(data_dir: pathlib.Path, clock: ManualClock, compact_after: int) -> StoreConfig:
-    return StoreConfig(
-        str(data_dir),
-        clock=clock,
-        max_watermark_lag_ms=LAG,
-        polling_period_ms=None,
-        compact_after_records=compact_after,
-    )
 
 
 def _journal(data_dir: pathlib.Path) -> list[dict]:
     return list(Journal(str(data_dir / "journal.log")).replay())
+
+
+def _wide_store(config: StoreConfig, segments: int = SEGMENTS) -> SegmentStore:
+    store = SegmentStore(config)
+    store.create_scope("r")
+    store.create_stream("r", "wide", segments)
+    return store
 
 
 def _watermarks(store: SegmentStore) -> dict[str, int]:
@@ -38,9 +35,7 @@ def test_a_round_of_ticks_over_a_wide_stream_is_one_record_that_restarts_to_the_
     tmp_path: pathlib.Path, clock: ManualClock
 ) -> None:
     config = _config(tmp_path, clock, compact_after=10_000_000)
-    with SegmentStore(config) as store:
-        store.create_scope("r")
-        store.create_stream("r", "wide", SEGMENTS)
+    with _wide_store(config) as store:
         store.create_stream("r", "narrow", 2)
         before = len(_journal(tmp_path))
         clock.advance(LAG + 1)
@@ -62,9 +57,8 @@ def test_a_journal_of_one_tick_record_a_segment_still_restarts_to_its_watermarks
 ) -> None:
     # Journals written before rounds were one record hold a record per ticked segment.
     config = _config(tmp_path, clock, compact_after=10_000_000)
-    with SegmentStore(config) as store:
-        store.create_scope("r")
-        store.create_stream("r", "wide", 2)
+    with _wide_store(config, segments=2):
+        pass
     clock.advance(LAG + 1)
     journal = Journal(str(tmp_path / "journal.log"))
     list(journal.replay())
@@ -80,9 +74,7 @@ def test_rounds_of_ticks_are_compacted_after_as_many_segment_ticks_as_single_rec
     tmp_path: pathlib.Path, clock: ManualClock
 ) -> None:
     config = _config(tmp_path, clock, compact_after=500)
-    with SegmentStore(config) as store:
-        store.create_scope("r")
-        store.create_stream("r", "wide", SEGMENTS)
+    with _wide_store(config) as store:
         for _ in range(10):  # 640 segment ticks in 10 records: compacted after the 8th
             clock.advance(LAG + 1)
             store.advance_idle_segments()
@@ -98,9 +90,7 @@ def test_a_large_snapshot_is_rewritten_only_once_the_journal_doubled_its_bytes(
     # A rewrite holds the store's changes back while it runs: at thousands of idle segments
     # it came every few tick rounds when counted in records alone.
     config = _config(tmp_path, clock, compact_after=100)
-    with SegmentStore(config) as store:
-        store.create_scope("r")
-        store.create_stream("r", "wide", SEGMENTS)
+    with _wide_store(config) as store:
         sizes = []
         for _ in range(60):
             clock.advance(LAG + 1)
