@@ -57,8 +57,7 @@ def test_a_journal_of_one_tick_record_a_segment_still_restarts_to_its_watermarks
 ) -> None:
     # Journals written before rounds were one record hold a record per ticked segment.
     config = _config(tmp_path, clock, compact_after=10_000_000)
-    with _wide_store(config, segments=2):
-        pass
+    _wide_store(config, segments=2).close()
     clock.advance(LAG + 1)
     journal = Journal(str(tmp_path / "journal.log"))
     list(journal.replay())
