@@ -295,6 +295,7 @@ def _progress(reports: list[Any], began: float, ended: float) -> dict[str, float
     # A report of a trigger that ran a micro-batch has its addBatch; an idle trigger's has not.
     ran = [r for r in inside if "addBatch" in r["durationMs"]]
     batches = [r["durationMs"]["triggerExecution"] for r in ran]
+    working = [b - _waited_ms(r) for b, r in zip(batches, ran, strict=True)]
     for report in ran:  # where a micro-batch's time goes, in the log (Spark's own parts)
         print(f"  micro-batch {report['batchId']}: {json.dumps(report['durationMs'])}", flush=True)
     return {
@@ -308,6 +309,7 @@ def _progress(reports: list[Any], began: float, ended: float) -> dict[str, float
         "waited_p50_ms": _median(waited),
         "batch_p50_ms": _median(batches),
         "batch_max_ms": max(batches, default=float("nan")),
+        "batch_working_p50_ms": _median(working),
     }
 
 

@@ -202,6 +202,7 @@ def _scale_cells(parts: tuple[str, ...]) -> list[Any]:
     figures = {"p50_ms": 12.5, "p99_ms": 250.0, "max_ms": 900.0, "missed": 1, "watermarks": 9}
     figures |= {"wm_behind_p50_s": 0.04, "wm_behind_max_s": 27.5, "latest_offset_p50_ms": 57.0}
     figures |= {"latest_offset_max_ms": 1_250.0, "batch_p50_ms": 332.0, "batch_max_ms": 990.0}
+    figures |= {"batch_working_p50_ms": 120.0}
     figures |= {"reports": 3, "batches": 2, "epoch_s": 0.07, "flink_behind_store_max_s": 6.8}
     figures |= {"planning_p50_ms": 12.0, "planning_max_ms": 40.0, "waited_p50_ms": 240.0}
     cells = []
