@@ -29,14 +29,13 @@ import pyflink
 import yaml
 
 from tests.flink import rest
+from tests.quick_jvm import QUICK_JVM
 
 __all__ = ["StandaloneCluster", "standalone_cluster"]
 
 FLINK_HOME = pathlib.Path(pyflink.__file__).parent
 _TASK_MANAGER_CLASS = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
 _SCRIPT_TIMEOUT_S = 120
-#: A short job's JVMs spend most of their CPU starting: the client JIT only, one GC thread.
-_QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
@@ -63,9 +62,9 @@ def _configuration(folder: pathlib.Path, rest_port: int) -> dict[str, Any]:
         "io.tmp.dirs": str(folder / "tmp"),
         # The REST API's metrics fetched from the TaskManagers every second, not every 10 s.
         "metrics.fetcher.update-interval": 1_000,
-        "env.java.opts.jobmanager": _QUICK_JVM,
-        "env.java.opts.taskmanager": _QUICK_JVM,
-        "env.java.opts.client": _QUICK_JVM,
+        "env.java.opts.jobmanager": QUICK_JVM,
+        "env.java.opts.taskmanager": QUICK_JVM,
+        "env.java.opts.client": QUICK_JVM,
     }
 
 
