@@ -11,8 +11,9 @@ their logs, pid files and executors' work (``SPARK_LOG_DIR``,
 (``SPARK_LOCAL_IP``), and gives the job's web UI a free port (a
 ``spark-defaults.conf`` in ``SPARK_CONF_DIR``), whose REST API says which
 executor runs tasks now; every JVM of it, daemons, driver and executors, is
-quick to start (:mod:`tests.quick_jvm`). Afterwards it stops the job and the daemons, and
-kills whatever of them is still running (only processes it started).
+quick to start (:mod:`tests.quick_jvm`). Afterwards it stops the job and the
+daemons, and kills whatever of them is still running (only processes it
+started).
 """
 
 from __future__ import annotations
