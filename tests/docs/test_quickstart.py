@@ -2,7 +2,8 @@
 
 The quickstart's runnable blocks run in order in one bash, in a folder of the
 test's own, where ``.venv-spark`` is this environment; the one place changed
-is the port (7171 on the page, a free one here). What the query prints is
+is the port (7171 on the page, a free one here); Spark's JVM is quick to
+start (:mod:`tests.quick_jvm`). What the query prints is
 checked against the readings the quickstart stored, read back from its data
 dir once its last command has stopped the server.
 """
@@ -25,6 +26,7 @@ from connector import StoreClient, embedded_store
 from connector.framing import iter_frames
 from tests.conftest import wait_until
 from tests.docs.runnable import as_shell_script, runnable_blocks
+from tests.quick_jvm import spark_conf_dir
 from tests.readme import README, free_port, localized, shell_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
@@ -78,7 +80,7 @@ def test_the_readme_quickstart_runs_as_written_and_prints_each_closed_window_onc
         run = subprocess.Popen(
             ["bash", "-e", "-c", script],
             cwd=tmp_path,
-            env=shell_env(),
+            env=shell_env(SPARK_CONF_DIR=str(spark_conf_dir(tmp_path / "spark-conf"))),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -73,12 +73,14 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
         wait_until(
             lambda: len(cluster.metric(job, source, "tidemark.pythonThreadMode")) == 2,
             timeout=120,
+            interval=0.5,
             what="the reader subtasks' metrics",
         )
         assert cluster.metric(job, source, "tidemark.pythonThreadMode") == [0, 0], "process mode"
         wait_until(
             lambda: len(_finished_events(output)) >= 200,
             timeout=120,
+            interval=0.5,
             what="the first 200 events in finished part files",
         )
         cluster.kill_task_manager()
@@ -87,11 +89,13 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
         wait_until(
             lambda: cluster.checkpoints(job)["latest"]["restored"] is not None,
             timeout=120,
+            interval=0.5,
             what="the job to restore from a checkpoint",
         )
         wait_until(
             lambda: len(_finished_events(output)) >= 400,
             timeout=240,
+            interval=0.5,
             what="all 400 events in finished part files",
         )
         # Two more checkpoints: a repeat would have been finished by now.
@@ -99,11 +103,11 @@ def test_a_job_run_with_flink_run_survives_a_killed_task_manager_exactly_once(
         wait_until(
             lambda: cluster.checkpoints(job)["counts"]["completed"] >= completed + 2,
             timeout=60,
+            interval=0.5,
             what="two more checkpoints",
         )
         events = Counter(_finished_events(output))
         restored = cluster.checkpoints(job)["latest"]["restored"]
-        cluster.script("flink", "cancel", job)
     client.close()
 
     assert sorted(events) == list(range(400)), "every event is in the output"

@@ -8,10 +8,12 @@ page's fixed places swapped for the test's own (free ports, the test's
 store, its files and folders); the environment adds where the daemons keep
 their logs, pid files and executors' work (``SPARK_LOG_DIR``,
 ``SPARK_PID_DIR``, ``SPARK_WORKER_DIR``), binds them to loopback
-(``SPARK_LOCAL_IP``) and gives the job's web UI a free port (a
+(``SPARK_LOCAL_IP``), and gives the job's web UI a free port (a
 ``spark-defaults.conf`` in ``SPARK_CONF_DIR``), whose REST API says which
-executor runs tasks now. Afterwards it stops the job and the daemons, and
-kills whatever of them is still running (only processes it started).
+executor runs tasks now; every JVM of it, daemons, driver and executors, is
+quick to start (:mod:`tests.quick_jvm`). Afterwards it stops the job and the
+daemons, and kills whatever of them is still running (only processes it
+started).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tests.conftest import wait_until
+from tests.quick_jvm import QUICK_JVM, spark_conf_dir
 from tests.readme import DOCS, free_port, shell_block, shell_env
 
 __all__ = ["ReadmeCluster", "descendants", "free_port"]
@@ -79,15 +82,14 @@ class ReadmeCluster:
         self.stops = [c for c in commands if "spark-daemon.sh stop" in c]
         assert len(self.exports) + len(self.starts) + len(self.stops) + 1 == len(commands)
         self.ui_port = free_port()
-        conf = folder / "conf"
-        conf.mkdir(parents=True, exist_ok=True)
-        (conf / "spark-defaults.conf").write_text(f"spark.ui.port {self.ui_port}\n")
+        conf = spark_conf_dir(folder / "conf", {"spark.ui.port": str(self.ui_port)})
         self.env = shell_env(
             SPARK_CONF_DIR=str(conf),
             SPARK_LOG_DIR=str(folder / "logs"),
             SPARK_PID_DIR=str(folder / "pids"),
             SPARK_WORKER_DIR=str(folder / "work"),
             SPARK_LOCAL_IP="127.0.0.1",
+            SPARK_DAEMON_JAVA_OPTS=QUICK_JVM,
         )
         self.job: subprocess.Popen[bytes] | None = None
         self.job_log = folder / "job.log"

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.quick_jvm import spark_conf_dir
 from tests.readme import DOCS, shell_block, shell_env
 
 from .secure_server import event_json, start_secure_server
@@ -49,7 +50,8 @@ def test_the_reader_example_prints_each_keys_events_in_order_from_a_secure_serve
     done = subprocess.run(
         ["bash", "-c", command],
         cwd=CHECKOUT,
-        env=shell_env(TMPDIR=str(tmp_path)),  # the script's default checkpoint goes there
+        # The script's default checkpoint goes to TMPDIR; its JVM is quick to start.
+        env=shell_env(TMPDIR=str(tmp_path), SPARK_CONF_DIR=str(spark_conf_dir(tmp_path / "conf"))),
         capture_output=True,
         text=True,
         timeout=300,
