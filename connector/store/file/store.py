@@ -14,8 +14,9 @@ between groups, as a background task (:mod:`connector.background`).
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from connector.background import BackgroundTask, TaskStatus
@@ -65,6 +66,13 @@ from connector.store.streams import StreamEntry
 __all__ = ["FileEngine", "SegmentStore", "StoreConfig"]
 
 _T = TypeVar("_T")
+
+#: The most segments one group commit of a tick round ticks: an append waits for one such
+#: group at most, not for a round over thousands of segments.
+TICK_GROUP = 512
+
+#: A stream and some of its segments (by number), as a tick round takes them.
+_StreamPart = tuple[StreamEntry[Segment], list[tuple[int, Segment]]]
 
 #: How often a failed journal compaction is tried again when the store has no
 #: polling period of its own (ms).
@@ -333,37 +341,49 @@ class FileEngine:
         return _then(self._sequencer.record(committed), lambda: stored)
 
     def tick(self, now_ms: int, due: Callable[[Segment], bool]) -> int:
-        """Gives each due segment a persisted tick, all in one group commit.
+        """Gives each due segment a persisted tick, in group commits of ``TICK_GROUP`` at most.
+
+        The segments that look due are found without the sequencer (nothing is
+        submitted when none is), then ticked ``TICK_GROUP`` at a time, each
+        group looked at again on the sequencer: an append arriving during a
+        round over thousands of segments waits for one group, not the round.
 
         Raises:
-            ResourceExhaustedError: the ticks could not be stored (a full
-                disk); none of them was, and the same segments are due again.
+            ResourceExhaustedError: a group could not be stored (a full disk):
+                the groups before it were, its segments and the rest are due
+                again.
         """
+        ticked = 0
+        for group in _groups_of(self._catalog.streams(), due, TICK_GROUP):
+            prepare = functools.partial(self._tick_group, now_ms, due, group)
+            ticked += self._sequencer.submit(prepare, barrier=False)
+        return ticked
 
-        def prepare() -> Publish:
-            publishes = []
-            ticked = 0
-            for entry in self._catalog.streams():
-                stamps = []
-                for number, segment in entry.segments.items():
-                    if not due(segment):
-                        continue
-                    time_ms, undo = segment.stage_time(now_ms)
-                    self._sequencer.on_failure(undo)
-                    stamps.append(SegmentTime(number, time_ms))
-                if stamps:  # one record a stream: a round over thousands of segments is a few
-                    record = StreamTicked(entry.scope, entry.stream, tuple(stamps))
-                    publishes.append(self._sequencer.record(record))
-                    ticked += len(stamps)
+    def _tick_group(
+        self, now_ms: int, due: Callable[[Segment], bool], group: Sequence[_StreamPart]
+    ) -> Publish:
+        """The prepare step of a group of ticks: one record a stream part."""
+        publishes = []
+        ticked = 0
+        for entry, segments in group:
+            stamps = []
+            for number, segment in segments:
+                if segment.retired or not due(segment):
+                    continue
+                time_ms, undo = segment.stage_time(now_ms)
+                self._sequencer.on_failure(undo)
+                stamps.append(SegmentTime(number, time_ms))
+            if stamps:
+                record = StreamTicked(entry.scope, entry.stream, tuple(stamps))
+                publishes.append(self._sequencer.record(record))
+                ticked += len(stamps)
 
-            def published() -> int:
-                for publish in publishes:
-                    publish()
-                return ticked
+        def published() -> int:
+            for publish in publishes:
+                publish()
+            return ticked
 
-            return published
-
-        return self._sequencer.submit(prepare, barrier=False)
+        return published
 
     # --- small durable values -------------------------------------------------
 
@@ -468,3 +488,26 @@ def _then(publish: Publish, answer: Callable[[], _T]) -> Callable[[], _T]:
         return answer()
 
     return published
+
+
+def _groups_of(
+    streams: Iterable[StreamEntry[Segment]], due: Callable[[Segment], bool], size: int
+) -> Iterator[list[_StreamPart]]:
+    """The segments of ``streams`` that look ``due`` now, in groups of ``size`` at most.
+
+    Read without the sequencer: a segment a change took meanwhile is looked
+    at again when its group is prepared.
+    """
+    group: list[_StreamPart] = []
+    count = 0
+    for entry in streams:
+        looking = [(n, s) for n, s in list(entry.segments.items()) if due(s)]
+        while looking:
+            part, looking = looking[: size - count], looking[size - count :]
+            group.append((entry, part))
+            count += len(part)
+            if count == size:
+                yield group
+                group, count = [], 0
+    if group:
+        yield group

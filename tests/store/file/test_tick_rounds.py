@@ -7,6 +7,7 @@ import pathlib
 from connector.clock import ManualClock
 from connector.store import SegmentStore, StoreConfig
 from connector.store.file.journal import Journal
+from connector.store.file.store import TICK_GROUP
 from connector.store.records import changes_in
 from tests.store.file.test_store_compaction import LAG, _config
 
@@ -100,3 +101,33 @@ def test_a_large_snapshot_is_rewritten_only_once_the_journal_doubled_its_bytes(
         assert len(rewrites) >= 2, sizes
         for before in (sizes[i - 1] for i in rewrites[1:]):
             assert before >= 2 * snapshot - 2_000, (before, snapshot)  # a round's bytes of slack
+
+
+def test_a_round_over_more_segments_than_a_group_holds_is_committed_a_group_at_a_time(
+    tmp_path: pathlib.Path, clock: ManualClock, monkeypatch
+) -> None:
+    # An append arriving during a round waits for one group of ticks, not the whole round.
+    config = _config(tmp_path, clock, compact_after=10_000_000)
+    with _wide_store(config, segments=TICK_GROUP * 2 + 76) as store:
+        store.create_stream("r", "small", 3)
+        submitted = []
+        real_submit = store.engine._sequencer.submit
+
+        def counted(prepare, barrier):  # noqa: ANN001, ANN202
+            submitted.append(barrier)
+            return real_submit(prepare, barrier)
+
+        monkeypatch.setattr(store.engine._sequencer, "submit", counted)
+        before = len(_journal(tmp_path))
+        assert store.advance_idle_segments() == 0
+        assert submitted == [], "nothing due: the sequencer is not asked"
+        clock.advance(LAG + 1)
+        assert store.advance_idle_segments() == TICK_GROUP * 2 + 76 + 3
+        assert submitted == [False, False, False]
+    rounds = _journal(tmp_path)[before:]
+    assert [(r["stream"], len(r["segs"])) for r in rounds] == [
+        ("wide", TICK_GROUP),
+        ("wide", TICK_GROUP),
+        ("wide", 76),
+        ("small", 3),
+    ]
