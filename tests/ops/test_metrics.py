@@ -20,11 +20,12 @@ from connector.errors import (
 from connector.reader.group import ReaderGroupManager
 from connector.security import ClientCredentials, TokenTable, token_entry
 from connector.server import StoreServer
-from tests.conftest import CLOCK_START_MS
+from tests.conftest import CLOCK_START_MS, wait_until
 from tests.ops.metric_rules import naming_violations
 from tests.probes import scrape
 
 STORE = "tidemark.v1.SegmentStore"
+_APPEND = (("method", "AppendEvents"), ("service", STORE))
 
 
 @pytest.fixture
@@ -81,6 +82,14 @@ def run_a_workload_that_touches_every_metric(
         with pytest.raises(PermissionDeniedError):
             reader.append("iot/s/0", "w2", 0, [b"e"])
     server.store.advance_idle_segments()
+    # The server counts a call as its handler ends, which can be after the client has the
+    # answer: what scrapes next waits for the count of the last call.
+    denied = ("tidemark_requests_total", (("code", "PERMISSION_DENIED"),) + _APPEND)
+    wait_until(
+        lambda: scrape(server.metrics_address).get(denied) == 1,
+        timeout=10,
+        what="the refused append counted",
+    )
 
 
 @pytest.mark.storages("file", "jetstream")
